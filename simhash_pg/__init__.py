@@ -1,0 +1,51 @@
+"""simhash-pg: a PostgreSQL-backed near-duplicate text store.
+
+    from simhash_pg import fingerprint, Fingerprinter, hamming, SimhashStore
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from simhash_pg.bits import blocks, hamming, to_signed, to_unsigned
+
+__version__ = "0.1.0"
+
+# Heavy parts (jieba, psycopg) load on first use so `import simhash_pg` stays cheap.
+_LAZY = {
+    "fingerprint": "simhash_pg.fingerprint",
+    "Fingerprinter": "simhash_pg.fingerprint",
+    "Scheme": "simhash_pg.schemes",
+    "SimhashStore": "simhash_pg.store",
+    "AddResult": "simhash_pg.store",
+    "Match": "simhash_pg.store",
+}
+
+__all__ = [
+    "AddResult",
+    "Fingerprinter",
+    "Match",
+    "Scheme",
+    "SimhashStore",
+    "__version__",
+    "blocks",
+    "fingerprint",
+    "hamming",
+    "to_signed",
+    "to_unsigned",
+]
+
+if TYPE_CHECKING:
+    from simhash_pg.fingerprint import Fingerprinter, fingerprint
+    from simhash_pg.schemes import Scheme
+    from simhash_pg.store import AddResult, Match, SimhashStore
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'simhash_pg' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value

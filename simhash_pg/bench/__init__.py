@@ -1,0 +1,21 @@
+"""``simhash-pg bench ...``: benchmarks that print their figures.
+
+Speed targets live here, never in timed tests: machines are shared and noisy,
+so every figure is reported next to a baseline measured in the same run.
+"""
+
+from __future__ import annotations
+
+from simhash_pg.cli import LazyGroup
+
+import click
+
+_BENCHES = {
+    "fingerprint": "simhash_pg.bench.fingerprint:command",
+    "store": "simhash_pg.bench.store:command",
+}
+
+
+@click.group(cls=LazyGroup, lazy=_BENCHES)
+def bench() -> None:
+    """Benchmarks: each prints its figures and a same-run baseline."""

@@ -1,0 +1,93 @@
+"""Bit-level helpers: the one place where fingerprints change representation.
+
+A fingerprint is an unsigned 64-bit int in Python. PostgreSQL stores it as a
+signed ``bigint`` (two's complement), and its four 16-bit blocks as
+``smallint`` values shifted by -32768 (DESIGN.md):
+
+    b0 = bits 48-63, b1 = bits 32-47, b2 = bits 16-31, b3 = bits 0-15
+
+Every other module converts through these functions, never by hand.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "BLOCKS",
+    "BLOCK_BITS",
+    "MAX_FINGERPRINT",
+    "blocks",
+    "check_fingerprint",
+    "hamming",
+    "to_signed",
+    "to_unsigned",
+]
+
+MAX_FINGERPRINT = (1 << 64) - 1
+BLOCKS = 4
+BLOCK_BITS = 16
+_BLOCK_OFFSET = 1 << 15  # smallint holds block - 32768
+_SIGN = 1 << 63
+_WRAP = 1 << 64
+
+
+def check_fingerprint(fp: object) -> int:
+    """Return ``fp`` if it is an unsigned 64-bit fingerprint, else raise.
+
+    bool is rejected although it is an int: ``True`` is never a fingerprint.
+    """
+    if isinstance(fp, bool) or not isinstance(fp, (int, np.integer)):
+        raise TypeError(f"a fingerprint must be an int, got {type(fp).__name__}")
+    value = int(fp)
+    if not 0 <= value <= MAX_FINGERPRINT:
+        raise ValueError(
+            f"fingerprint {value} is out of range: expected an unsigned 64-bit int "
+            f"(0 <= fp < 2**64); use to_unsigned() for a signed bigint column value"
+        )
+    return value
+
+
+def to_signed(fp: int) -> int:
+    """Unsigned 64-bit fingerprint -> the signed ``bigint`` stored in PostgreSQL."""
+    value = check_fingerprint(fp)
+    return value - _WRAP if value & _SIGN else value
+
+
+def to_unsigned(value: int) -> int:
+    """Signed ``bigint`` column value -> unsigned 64-bit fingerprint."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"a bigint value must be an int, got {type(value).__name__}")
+    v = int(value)
+    if not -_SIGN <= v < _SIGN:
+        raise ValueError(f"bigint value {v} is out of range (-2**63 <= v < 2**63)")
+    return v + _WRAP if v < 0 else v
+
+
+def blocks(fp: int) -> tuple[int, int, int, int]:
+    """The four ``smallint`` block values (b0, b1, b2, b3) of a fingerprint.
+
+    Equal to the generated columns b0..b3 that PostgreSQL derives.
+    """
+    value = check_fingerprint(fp)
+    return tuple(  # type: ignore[return-value]
+        ((value >> shift) & 0xFFFF) - _BLOCK_OFFSET for shift in (48, 32, 16, 0)
+    )
+
+
+def hamming(a: int, b: int) -> int:
+    """Number of differing bits between two unsigned 64-bit fingerprints."""
+    return (check_fingerprint(a) ^ check_fingerprint(b)).bit_count()
+
+
+def to_signed_array(fps: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    """Vectorised :func:`to_signed` for a uint64 array (a view, no copy)."""
+    arr = np.asarray(fps, dtype=np.uint64)
+    return arr.view(np.int64)
+
+
+def to_unsigned_array(values: npt.ArrayLike) -> npt.NDArray[np.uint64]:
+    """Vectorised :func:`to_unsigned` for an int64 array (a view, no copy)."""
+    arr = np.asarray(values, dtype=np.int64)
+    return arr.view(np.uint64)

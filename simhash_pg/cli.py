@@ -1,0 +1,50 @@
+"""The ``simhash-pg`` command line.
+
+Subcommands live in their own modules and load only when used, so
+``simhash-pg --help`` stays fast and one command's imports never slow another.
+Exit codes: 0 done, 1 done with skipped records, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+# command name -> "module:attribute" of a click.Command
+_COMMANDS: dict[str, str] = {
+    "bench": "simhash_pg.bench:bench",
+}
+
+
+class LazyGroup(click.Group):
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy:
+            module_name, attr = self.lazy[cmd_name].split(":")
+            cmd = getattr(importlib.import_module(module_name), attr)
+            if not isinstance(cmd, click.Command):
+                raise TypeError(f"{self.lazy[cmd_name]} is not a click command")
+            return cmd
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, lazy=_COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="simhash-pg")
+def cli() -> None:
+    """simhash-pg: find near-duplicate texts with SimHash fingerprints in PostgreSQL."""
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()
