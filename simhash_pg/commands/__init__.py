@@ -1,0 +1,1 @@
+"""Subcommands of the ``simhash-pg`` command line, one module each."""
