@@ -15,6 +15,11 @@ import click
 # command name -> "module:attribute" of a click.Command
 _COMMANDS: dict[str, str] = {
     "bench": "simhash_pg.bench:bench",
+    "dedup": "simhash_pg.commands.dedup:command",
+    "demo": "simhash_pg.commands.demo:command",
+    "add": "simhash_pg.commands.store_cmds:add",
+    "near": "simhash_pg.commands.store_cmds:near",
+    "stats": "simhash_pg.commands.store_cmds:stats",
 }
 
 
@@ -36,7 +41,8 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
 
-@click.group(cls=LazyGroup, lazy=_COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, lazy=_COMMANDS,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="simhash-pg")
 def cli() -> None:
     """simhash-pg: find near-duplicate texts with SimHash fingerprints in PostgreSQL."""

@@ -6,9 +6,9 @@ so every figure is reported next to a baseline measured in the same run.
 
 from __future__ import annotations
 
-from simhash_pg.cli import LazyGroup
-
 import click
+
+from simhash_pg.cli import LazyGroup
 
 _BENCHES = {
     "fingerprint": "simhash_pg.bench.fingerprint:command",

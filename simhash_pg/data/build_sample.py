@@ -48,7 +48,8 @@ def _origin(doc: dict[str, Any]) -> str:
 _FOOTERS = {
     "en": ["\n\nShare this page. Copyright the Rust Project Developers.",
            "\n\nThis chapter was mirrored from the Rust book. Report errors on the tracker."],
-    "zh": ["\n\n来源：Rust 程序设计语言 简体中文版", "\n\n（本文转载自 Rust 中文社区，如有错误请反馈）"],
+    "zh": ["\n\n来源：Rust 程序设计语言 简体中文版",
+           "\n\n（本文转载自 Rust 中文社区，如有错误请反馈）"],
 }
 
 

@@ -1,0 +1,78 @@
+"""Options and helpers shared by the commands that open a store."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from simhash_pg.store import SimhashStore
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Exit codes, documented in the README's CLI reference.
+EXIT_OK = 0
+EXIT_SKIPPED = 1  # done, but some records were skipped
+EXIT_USAGE = 2  # bad options, unreadable input, unreachable database
+EXIT_STOPPED = 3  # stopped early (--strict, or a database error); committed work kept
+EXIT_INTERRUPTED = 130  # Ctrl-C; committed work kept, rerun to resume
+
+
+def store_options(func: F) -> F:
+    """--dsn, --scheme and --k, for every command that opens a store."""
+
+    @click.option("--dsn", envvar="SIMHASH_PG_DSN", default=None, show_envvar=True,
+                  help="PostgreSQL connection string. Default: the embedded server.")
+    @click.option("--scheme", default=None,
+                  help="Fingerprint scheme for a new store (auto, zh-tfidf, words, chars, "
+                       "or a JSON dict). An existing store keeps its own.")
+    @click.option("--k", "k", type=click.IntRange(0, 64), default=None,
+                  help="Hamming distance that counts as a near-duplicate (default: the "
+                       "store's, 3).")
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def parse_scheme(value: str | None) -> Any:
+    if value is None:
+        return None
+    text = value.strip()
+    if text.startswith("{"):
+        import json
+
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise click.BadParameter(f"not a JSON object: {exc}", param_hint="--scheme") from exc
+    return text
+
+
+def open_store(dsn: str | None, scheme: str | None, k: int | None) -> SimhashStore:
+    """Open a store, turning connection and scheme problems into usage errors."""
+    from simhash_pg.store import SimhashStore
+
+    try:
+        kwargs: dict[str, Any] = {"scheme": parse_scheme(scheme)}
+        if k is not None:
+            kwargs["k"] = k
+        return SimhashStore(dsn, **kwargs)
+    except click.ClickException:
+        raise
+    except (ValueError, OSError, RuntimeError) as exc:
+        fail(str(exc))
+    except Exception as exc:  # psycopg errors carry their own clear text
+        if type(exc).__module__.startswith(("psycopg", "simhash_pg")):
+            fail(str(exc))
+        raise
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    click.echo(f"simhash-pg: error: {message}", err=True)
+    sys.exit(code)
