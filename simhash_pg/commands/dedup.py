@@ -56,6 +56,7 @@ class Summary:
     last_committed: str | None = None
     stopped: str | None = None  # why the run ended early, if it did
     pairs: list[tuple[Record, AddResult]] = field(default_factory=list)
+    stored: dict[int, Record] = field(default_factory=dict)  # id -> record, with keep_pairs
 
     def line(self) -> str:
         rate = self.read / self.seconds if self.seconds > 0 else 0.0
@@ -134,6 +135,8 @@ def run_dedup(
             elif res.duplicate_of is None:
                 summary.unique += 1
                 summary.new += bool(res.inserted)
+                if keep_pairs and res.id is not None:
+                    summary.stored[res.id] = rec
                 if out is not None:
                     out.write(rec.fields if rec.fields is not None
                               else {"key": rec.key, "text": rec.text})
