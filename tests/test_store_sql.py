@@ -1,0 +1,315 @@
+"""The schema and SQL functions against brute force, on a real PostgreSQL."""
+
+from __future__ import annotations
+
+import random
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simhash_pg import migrate
+from simhash_pg.bits import MAX_FINGERPRINT, blocks, hamming, to_signed, to_unsigned
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+HYPO = settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+def load(pg: psycopg.Connection, fps: list[int]) -> list[int]:
+    """Replace the table's rows with fps; return their ids in order."""
+    pg.execute("TRUNCATE simhash_documents RESTART IDENTITY")
+    with pg.cursor() as cur, cur.copy("COPY simhash_documents (fingerprint) FROM STDIN") as copy:
+        for fp in fps:
+            copy.write_row((to_signed(fp),))
+    return list(range(1, len(fps) + 1))
+
+
+def flip(fp: int, nbits: int, rnd: random.Random) -> int:
+    for bit in rnd.sample(range(64), nbits):
+        fp ^= 1 << bit
+    return fp
+
+
+@st.composite
+def planted(draw: st.DrawFn, max_k: int, skewed: bool = False) -> tuple[list[int], list[int]]:
+    """(stored fingerprints, queries): random bases with neighbours 0..max_k+1 bits away."""
+    seed = draw(st.integers(0, 2**32))
+    rnd = random.Random(seed)
+    n = draw(st.integers(1, 40))
+    if skewed:
+        # few values per block: many rows share block values (real corpora)
+        pool = [[rnd.getrandbits(16) for _ in range(3)] for _ in range(4)]
+
+        def base() -> int:
+            b = [rnd.choice(pool[i]) for i in range(4)]
+            fp = (b[0] << 48) | (b[1] << 32) | (b[2] << 16) | b[3]
+            return flip(fp, rnd.randint(0, 2), rnd)
+    else:
+
+        def base() -> int:
+            return rnd.getrandbits(64)
+
+    stored = [base() for _ in range(n)]
+    for fp in list(stored):
+        for _ in range(rnd.randint(0, 3)):
+            stored.append(flip(fp, rnd.randint(0, max_k + 1), rnd))
+    rnd.shuffle(stored)
+    queries = [flip(rnd.choice(stored), rnd.randint(0, max_k + 1), rnd) for _ in range(4)]
+    queries.append(base())
+    return stored, queries
+
+
+def brute_near(stored: list[int], q: int, k: int) -> list[tuple[int, int]]:
+    found = [(hamming(fp, q), i + 1) for i, fp in enumerate(stored) if hamming(fp, q) <= k]
+    return [(i, d) for d, i in sorted(found)]
+
+
+def sql_near(pg: psycopg.Connection, q: int, k: int) -> list[tuple[int, int]]:
+    rows = pg.execute(
+        "SELECT id, distance FROM simhash_near(%s, %s)", [to_signed(q), k]
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+# -- blocks -------------------------------------------------------------------
+
+EDGES = [0, 1, 0xFFFF, 0x8000, 0x7FFF, 1 << 63, (1 << 63) - 1, MAX_FINGERPRINT,
+         0x8000_8000_8000_8000, 0x7FFF_7FFF_7FFF_7FFF, 0xFFFF_0000_FFFF_0000]
+
+
+def test_blocks_match_generated_columns_at_edges_and_random(pg: psycopg.Connection) -> None:
+    rnd = random.Random(7)
+    fps = EDGES + [rnd.getrandbits(64) for _ in range(500)]
+    load(pg, fps)
+    rows = pg.execute(
+        "SELECT fingerprint, b0, b1, b2, b3, simhash_block(fingerprint, 0),"
+        " simhash_block(fingerprint, 3) FROM simhash_documents ORDER BY id"
+    ).fetchall()
+    assert len(rows) == len(fps)
+    for fp, row in zip(fps, rows, strict=True):
+        assert to_unsigned(row[0]) == fp
+        assert tuple(row[1:5]) == blocks(fp)
+        assert (row[5], row[6]) == (blocks(fp)[0], blocks(fp)[3])
+
+
+@given(st.integers(0, MAX_FINGERPRINT), st.integers(0, MAX_FINGERPRINT))
+@HYPO
+def test_hamming_and_block_functions(pg: psycopg.Connection, a: int, b: int) -> None:
+    row = pg.execute(
+        "SELECT simhash_hamming(%s, %s), simhash_block(%s, 0), simhash_block(%s, 1),"
+        " simhash_block(%s, 2), simhash_block(%s, 3)",
+        [to_signed(a), to_signed(b)] + [to_signed(a)] * 4,
+    ).fetchone()
+    assert row is not None
+    assert row[0] == hamming(a, b)
+    assert tuple(row[1:]) == blocks(a)
+
+
+def test_block_number_out_of_range_is_an_error(pg: psycopg.Connection) -> None:
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="block number"):
+        pg.execute("SELECT simhash_block(1, 4)")
+
+
+def test_masks_and_probes(pg: psycopg.Connection) -> None:
+    from math import comb
+
+    for r in range(0, 5):
+        masks = pg.execute("SELECT simhash_masks(%s)", [r]).fetchone()[0]  # type: ignore[index]
+        assert len(masks) == len(set(masks)) == sum(comb(16, i) for i in range(r + 1))
+        assert all(0 <= m < 65536 and m.bit_count() <= r for m in masks)
+    probes = pg.execute("SELECT simhash_probes((-32768)::smallint, 1)").fetchone()[0]  # type: ignore[index]
+    assert sorted(probes) == sorted([-32768] + [(1 << i) - 32768 for i in range(16)])
+
+
+# -- exactness ----------------------------------------------------------------
+
+
+@given(planted(max_k=3))
+@HYPO
+def test_near_equals_brute_force_k0_to_3(
+    pg: psycopg.Connection, data: tuple[list[int], list[int]]
+) -> None:
+    stored, queries = data
+    load(pg, stored)
+    for q in queries:
+        for k in range(4):
+            assert sql_near(pg, q, k) == brute_near(stored, q, k), (q, k)
+
+
+@given(planted(max_k=12), st.booleans())
+@HYPO
+def test_near_equals_brute_force_k_up_to_12_and_skewed(
+    pg: psycopg.Connection, data: tuple[list[int], list[int]], skew: bool
+) -> None:
+    stored, queries = data
+    load(pg, stored)
+    for q in queries:
+        for k in (4, 5, 7, 8, 11, 12):
+            assert sql_near(pg, q, k) == brute_near(stored, q, k), (q, k)
+
+
+@given(planted(max_k=12, skewed=True))
+@HYPO
+def test_near_skewed_blocks_equals_brute_force(
+    pg: psycopg.Connection, data: tuple[list[int], list[int]]
+) -> None:
+    stored, queries = data
+    load(pg, stored)
+    for q in queries:
+        for k in (0, 1, 3, 4, 6, 9, 12, 16, 30, 64):
+            assert sql_near(pg, q, k) == brute_near(stored, q, k), (q, k)
+
+
+def test_near_above_probe_threshold_uses_scan_and_stays_exact(pg: psycopg.Connection) -> None:
+    rnd = random.Random(3)
+    stored = [rnd.getrandbits(64) for _ in range(300)]
+    load(pg, stored)
+    q = stored[0]
+    for k in (15, 16, 20, 32, 64):
+        assert sql_near(pg, q, k) == brute_near(stored, q, k)
+    assert len(sql_near(pg, q, 64)) == 300
+
+
+@given(planted(max_k=6))
+@HYPO
+def test_near_many_equals_near_in_query_order(
+    pg: psycopg.Connection, data: tuple[list[int], list[int]]
+) -> None:
+    stored, queries = data
+    load(pg, stored)
+    for k in (3, 6):
+        rows = pg.execute(
+            "SELECT query, id, distance FROM simhash_near_many(%s, %s)",
+            [[to_signed(q) for q in queries], k],
+        ).fetchall()
+        got: list[list[tuple[int, int]]] = [[] for _ in queries]
+        for query, id_, dist in rows:
+            got[query - 1].append((id_, dist))
+        assert got == [brute_near(stored, q, k) for q in queries]
+
+
+def brute_pairs(stored: list[int], k: int) -> list[tuple[int, int, int]]:
+    return [
+        (i + 1, j + 1, hamming(stored[i], stored[j]))
+        for i in range(len(stored))
+        for j in range(i + 1, len(stored))
+        if hamming(stored[i], stored[j]) <= k
+    ]
+
+
+@given(planted(max_k=8), st.booleans())
+@HYPO
+def test_pairs_equal_brute_force(
+    pg: psycopg.Connection, data: tuple[list[int], list[int]], skew: bool
+) -> None:
+    stored, _ = data
+    load(pg, stored)
+    for k in (0, 1, 3, 4, 8):
+        got = pg.execute("SELECT a, b, distance FROM simhash_pairs(%s)", [k]).fetchall()
+        assert [tuple(r) for r in got] == brute_pairs(stored, k), k
+
+
+def test_near_id_leaves_out_the_row_itself(pg: psycopg.Connection) -> None:
+    stored = [0, 1, 3, 0xFFFF_FFFF_FFFF_FFFF, 0]
+    load(pg, stored)
+    rows = pg.execute("SELECT id, distance FROM simhash_near_id(1, 3)").fetchall()
+    assert [tuple(r) for r in rows] == [(5, 0), (2, 1), (3, 2)]
+
+
+@pytest.mark.parametrize("k", [-1, 65, None])
+def test_k_out_of_range_is_an_sql_error_naming_k(pg: psycopg.Connection, k: int | None) -> None:
+    for sql in (
+        "SELECT * FROM simhash_near(1, %s)",
+        "SELECT * FROM simhash_pairs(%s)",
+        "SELECT * FROM simhash_near_many(ARRAY[1::bigint], %s)",
+    ):
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="k must be between"):
+            pg.execute(sql, [k])
+
+
+# -- plans --------------------------------------------------------------------
+
+
+def _bulk(pg: psycopg.Connection, n: int) -> None:
+    pg.execute(
+        "INSERT INTO simhash_documents (fingerprint) SELECT"
+        " ((random() * 4294967295)::bigint - 2147483648) # ((random() * 4294967295)::bigint << 32)"
+        " FROM generate_series(1, %s)",
+        [n],
+    )
+    pg.execute("VACUUM ANALYZE simhash_documents")
+
+
+def test_explain_near_uses_block_indexes_not_a_seq_scan(pg: psycopg.Connection) -> None:
+    _bulk(pg, 120_000)
+    fp = pg.execute("SELECT fingerprint FROM simhash_documents LIMIT 1").fetchone()[0]  # type: ignore[index]
+    for k in (3, 6):
+        plan = "\n".join(
+            r[0] for r in pg.execute("EXPLAIN SELECT * FROM simhash_near(%s, %s)", [fp, k])
+        )
+        for i in range(4):
+            assert f"simhash_documents_b{i}_idx" in plan, plan
+        analyzed = "\n".join(
+            r[0]
+            for r in pg.execute(
+                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM simhash_near(%s, %s)",
+                [fp, k],
+            )
+        )
+        seq_lines = [ln for ln in analyzed.splitlines() if "Seq Scan on simhash_documents" in ln]
+        assert all("never executed" in line for line in seq_lines), analyzed
+        assert "Index Only Scan using simhash_documents_b" in analyzed, analyzed
+
+
+# -- migrations ---------------------------------------------------------------
+
+
+def _tables(pg: psycopg.Connection) -> set[str]:
+    rows = pg.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def _functions(pg: psycopg.Connection) -> set[str]:
+    rows = pg.execute(
+        "SELECT proname FROM pg_proc WHERE proname LIKE 'simhash%%'"
+        " AND pronamespace = current_schema()::regnamespace"
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+@pytest.mark.parametrize("populated", [False, True])
+def test_migrations_round_trip(pg: psycopg.Connection, pg_dsn: str, populated: bool) -> None:
+    if populated:
+        _bulk(pg, 2000)
+    assert migrate.current(pg_dsn) == migrate.HEAD == migrate.script_head()
+    assert {"simhash_documents", "simhash_meta"} <= _tables(pg)
+    migrate.downgrade(pg_dsn, "base")
+    assert migrate.current(pg_dsn) is None
+    assert not {"simhash_documents", "simhash_meta"} & _tables(pg)
+    assert _functions(pg) == set()
+    migrate.upgrade(pg_dsn)
+    assert migrate.current(pg_dsn) == migrate.HEAD
+    assert "simhash_near" in _functions(pg)
+    assert pg.execute("SELECT count(*) FROM simhash_documents").fetchone() == (0,)
+    migrate.check(pg_dsn)
+
+
+def test_alembic_check_finds_no_difference(pg_dsn: str) -> None:
+    migrate.check(pg_dsn)
+
+
+def test_alembic_check_detects_a_difference(pg: psycopg.Connection, pg_dsn: str) -> None:
+    # proves the check above can fail
+    from alembic.util import AutogenerateDiffsDetected
+
+    pg.execute("DROP INDEX simhash_documents_b2_idx")
+    with pytest.raises(AutogenerateDiffsDetected):
+        migrate.check(pg_dsn)
