@@ -21,6 +21,7 @@ __all__ = [
     "blocks",
     "check_fingerprint",
     "hamming",
+    "hamming_array",
     "to_signed",
     "to_unsigned",
 ]
@@ -91,3 +92,11 @@ def to_unsigned_array(values: npt.ArrayLike) -> npt.NDArray[np.uint64]:
     """Vectorised :func:`to_unsigned` for an int64 array (a view, no copy)."""
     arr = np.asarray(values, dtype=np.int64)
     return arr.view(np.uint64)
+
+
+def hamming_array(a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    """Vectorised :func:`hamming` for equal-shaped uint64 arrays (or lists of ints)."""
+    x = np.bitwise_xor(np.asarray(a, dtype=np.uint64), np.asarray(b, dtype=np.uint64))
+    flat = np.ascontiguousarray(x.ravel(), dtype="<u8")
+    counts = np.unpackbits(flat.view(np.uint8)).reshape(-1, 64).sum(axis=1, dtype=np.int64)
+    return counts.reshape(x.shape)

@@ -1,0 +1,238 @@
+"""64-bit SimHash fingerprints of text.
+
+    >>> from simhash_pg import fingerprint, hamming
+    >>> a = fingerprint("今天北京天气晴朗，适合出门散步。")
+    >>> 0 <= a < 2**64
+    True
+
+How a fingerprint is made (DESIGN.md, steps 1-4):
+
+1. normalise the text (:mod:`simhash_pg.normalize`);
+2. extract weighted features under the scheme (:mod:`simhash_pg.features`);
+3. hash each distinct feature with xxh3_64 and a fixed seed;
+4. vote: for each of the 64 bit positions, add the feature's weight where its
+   hash has a 1 and subtract it where it has a 0. The fingerprint bit is 1
+   where the sum is positive. **Tie rule: a sum of exactly 0 gives bit 0.**
+
+Weights are rounded to multiples of 2**-16 and summed as 64-bit integers, so
+the vote is exact: it does not depend on feature order, BLAS, threads or the
+machine.
+
+A text with no features (empty, only white space or punctuation, only stop
+words) raises :class:`NoFeaturesError`: a constant fingerprint would make
+every empty document a duplicate of every other.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from simhash_pg.features import extract, resolve_auto, warm_up
+from simhash_pg.normalize import ensure_str, normalize
+from simhash_pg.schemes import Scheme, get_scheme
+
+__all__ = ["Fingerprinter", "NoFeaturesError", "fingerprint", "vote"]
+
+_WEIGHT_SCALE = 1 << 16
+_VOTE_CHUNK = 1 << 16
+# A batch below this many characters is not worth starting processes for.
+_PARALLEL_MIN_CHARS = 1 << 20
+_PARALLEL_MIN_DOCS = 64
+
+
+class NoFeaturesError(ValueError):
+    """The text has nothing to fingerprint (empty, white space, punctuation...)."""
+
+
+def vote(hashes: Sequence[int] | npt.NDArray[np.uint64], weights: Sequence[float]) -> int:
+    """The SimHash of features given as 64-bit hashes and positive weights.
+
+    Tie rule: a bit whose weighted sum is exactly 0 is 0.
+    """
+    h = np.asarray(hashes, dtype=np.uint64)
+    w = np.rint(np.asarray(weights, dtype=np.float64) * _WEIGHT_SCALE).astype(np.int64)
+    if h.shape != w.shape or h.ndim != 1:
+        raise ValueError("hashes and weights must be 1-d and of equal length")
+    if len(w) and (int(w.min()) < 0 or float(np.sum(w, dtype=np.float64)) >= 2.0**62):
+        raise ValueError("weights must be >= 0 and their total below 2**46")
+    ones = np.zeros(64, dtype=np.int64)
+    for start in range(0, len(h), _VOTE_CHUNK):
+        hc = h[start : start + _VOTE_CHUNK]
+        # Little-endian bytes, bits LSB first: column j is bit j of each hash.
+        bits = np.unpackbits(
+            hc.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little"
+        )
+        ones += w[start : start + _VOTE_CHUNK] @ bits.astype(np.int64)
+    sums = 2 * ones - int(w.sum())  # (+w where 1) + (-w where 0)
+    packed = np.packbits(sums > 0, bitorder="little")
+    return int(packed.view("<u8")[0])
+
+
+class Fingerprinter:
+    """Fingerprints texts under one scheme.
+
+    ``scheme`` is anything :func:`simhash_pg.schemes.get_scheme` accepts:
+    None (the default), a name such as ``"chars:n=4"``, a dict or a Scheme.
+    """
+
+    def __init__(self, scheme: Scheme | dict[str, Any] | str | None = None) -> None:
+        self.scheme: Scheme = get_scheme(scheme)
+
+    def __repr__(self) -> str:
+        return f"Fingerprinter({self.scheme.to_json()})"
+
+    def normalize(self, text: str) -> str:
+        return normalize(text, html=self.scheme.html, t2s=self.scheme.t2s)
+
+    def concrete_scheme(self, text: str) -> Scheme:
+        """The scheme actually applied to ``text`` (differs only for ``auto``)."""
+        return resolve_auto(self.scheme, self.normalize(text))
+
+    def _features(self, text: str) -> tuple[list[str], list[int], list[float]]:
+        feats = extract(self.normalize(text), self.scheme)
+        if not feats[0]:
+            raise NoFeaturesError(
+                "the text has no features to fingerprint (it is empty or only white "
+                "space, punctuation or stop words)"
+            )
+        return feats
+
+    def features(self, text: str) -> list[tuple[str, float]]:
+        """Weighted features of ``text``, heaviest first (ties by feature)."""
+        feats, _, weights = self._features(text)
+        return sorted(zip(feats, weights, strict=True), key=lambda fw: (-fw[1], fw[0]))
+
+    def fingerprint(self, text: str) -> int:
+        """The unsigned 64-bit fingerprint of ``text``.
+
+        Raises TypeError for a non-str, NoFeaturesError for a featureless text.
+        """
+        _, hashes, weights = self._features(text)
+        return vote(hashes, weights)
+
+    def _try(self, text: object) -> int | None:
+        try:
+            return self.fingerprint(text)  # type: ignore[arg-type]
+        except (TypeError, NoFeaturesError):
+            return None
+
+    @overload
+    def fingerprint_many(
+        self,
+        texts: Iterable[str],
+        workers: int | None = None,
+        *,
+        on_error: Literal["raise"] = "raise",
+    ) -> list[int]: ...
+
+    @overload
+    def fingerprint_many(
+        self,
+        texts: Iterable[object],
+        workers: int | None = None,
+        *,
+        on_error: Literal["none"],
+    ) -> list[int | None]: ...
+
+    def fingerprint_many(
+        self,
+        texts: Iterable[Any],
+        workers: int | None = None,
+        *,
+        on_error: Literal["raise", "none"] = "raise",
+    ) -> list[int] | list[int | None]:
+        """Fingerprints of many texts, in order.
+
+        workers
+            Processes to use. None: all available cores when the batch is big
+            enough to repay starting them (about 1 MB of text), else 1.
+            1: in this process.
+        on_error
+            ``"raise"``: the first bad text raises (TypeError or
+            NoFeaturesError). ``"none"``: a text that is not a str or has no
+            features gives None in its place.
+        """
+        if on_error not in ("raise", "none"):
+            raise ValueError("on_error must be 'raise' or 'none'")
+        items = list(texts)
+        if workers is not None and (isinstance(workers, bool) or workers < 1):
+            raise ValueError("workers must be None or an int >= 1")
+        n = workers if workers is not None else self._auto_workers(items)
+        n = min(n, len(items)) or 1
+        if n == 1:
+            if on_error == "raise":
+                return [self.fingerprint(t) for t in items]
+            return [self._try(t) for t in items]
+        if on_error == "raise":
+            for t in items:  # fail fast, in this process, with the plain message
+                ensure_str(t)
+        return _parallel(self, items, n, on_error)
+
+    def _auto_workers(self, items: list[Any]) -> int:
+        if len(items) < _PARALLEL_MIN_DOCS:
+            return 1
+        size = sum(len(t) for t in items if isinstance(t, str))
+        return _cpu_count() if size >= _PARALLEL_MIN_CHARS else 1
+
+
+def _cpu_count() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+# Set in the parent just before forking; workers read it (fork copies memory).
+_worker_fp: Fingerprinter | None = None
+
+
+def _work(args: tuple[Scheme, list[Any], str]) -> list[int | None]:
+    scheme, chunk, on_error = args
+    fp = _worker_fp if _worker_fp is not None and _worker_fp.scheme == scheme else None
+    if fp is None:  # spawned worker (no fork on this platform)
+        fp = Fingerprinter(scheme)
+    if on_error == "raise":
+        return [fp.fingerprint(t) for t in chunk]
+    return [fp._try(t) for t in chunk]
+
+
+def _parallel(
+    fp: Fingerprinter, items: list[Any], n: int, on_error: str
+) -> list[int] | list[int | None]:
+    global _worker_fp
+    # Load jieba, OpenCC and the regexes once, here, so forked workers inherit them.
+    warm_up(fp.scheme)
+    method = "fork" if sys.platform.startswith("linux") else None
+    ctx = mp.get_context(method)
+    # Chunks of ~1/(4n) of the batch (by count) balance load without much IPC.
+    size = max(1, min(512, len(items) // (n * 4) or 1))
+    chunks = [(fp.scheme, items[i : i + size], on_error) for i in range(0, len(items), size)]
+    _worker_fp = fp
+    try:
+        with ctx.Pool(n) as pool:
+            parts = pool.map(_work, chunks, chunksize=1)
+    finally:
+        _worker_fp = None
+    return [x for part in parts for x in part]
+
+
+_default: dict[Scheme, Fingerprinter] = {}
+
+
+def fingerprint(text: str, *, scheme: Scheme | dict[str, Any] | str | None = None) -> int:
+    """The unsigned 64-bit SimHash of ``text`` (0 <= result < 2**64).
+
+    Raises TypeError if ``text`` is not a str and NoFeaturesError if it has
+    nothing to fingerprint.
+    """
+    s = get_scheme(scheme)
+    fp = _default.get(s)
+    if fp is None:
+        fp = _default.setdefault(s, Fingerprinter(s))
+    return fp.fingerprint(text)
