@@ -15,6 +15,7 @@ import re
 import sys
 import threading
 import unicodedata
+import warnings
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
@@ -159,7 +160,11 @@ class _Jieba:
     _instance: _Jieba | None = None
 
     def __init__(self) -> None:
-        import jieba
+        with warnings.catch_warnings():
+            # jieba's regex literals trip invalid-escape warnings on first compile.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", SyntaxWarning)
+            import jieba
 
         logger = logging.getLogger("jieba")
         level = logger.level

@@ -1,0 +1,100 @@
+"""Bit helpers: the one place fingerprints change representation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from simhash_pg.bits import (
+    blocks,
+    check_fingerprint,
+    hamming,
+    hamming_array,
+    to_signed,
+    to_signed_array,
+    to_unsigned,
+    to_unsigned_array,
+)
+
+u64 = st.integers(min_value=0, max_value=2**64 - 1)
+
+EDGES = [
+    # fp, signed, blocks (b0 = bits 48-63 ... b3 = bits 0-15, each minus 32768)
+    (0, 0, (-32768, -32768, -32768, -32768)),
+    (2**63 - 1, 2**63 - 1, (-1, 32767, 32767, 32767)),
+    (2**63, -(2**63), (0, -32768, -32768, -32768)),
+    (2**64 - 1, -1, (32767, 32767, 32767, 32767)),
+    (0x0001_0002_0003_0004, 0x0001_0002_0003_0004, (-32767, -32766, -32765, -32764)),
+]
+
+
+@pytest.mark.parametrize(("fp", "signed", "blks"), EDGES)
+def test_edges(fp: int, signed: int, blks: tuple[int, int, int, int]) -> None:
+    assert to_signed(fp) == signed
+    assert to_unsigned(signed) == fp
+    assert blocks(fp) == blks
+    assert all(-32768 <= b <= 32767 for b in blocks(fp))
+
+
+@given(u64)
+def test_signed_round_trip(fp: int) -> None:
+    s = to_signed(fp)
+    assert -(2**63) <= s < 2**63
+    assert to_unsigned(s) == fp
+    assert s % 2**64 == fp
+
+
+@given(u64)
+def test_blocks_rebuild_the_fingerprint(fp: int) -> None:
+    b0, b1, b2, b3 = blocks(fp)
+    rebuilt = ((b0 + 32768) << 48) | ((b1 + 32768) << 32) | ((b2 + 32768) << 16) | (b3 + 32768)
+    assert rebuilt == fp
+
+
+@given(u64, u64)
+def test_hamming_matches_popcount(a: int, b: int) -> None:
+    assert hamming(a, b) == bin(a ^ b).count("1")
+    assert hamming(a, b) == hamming(b, a)
+
+
+@given(st.lists(st.tuples(u64, u64), min_size=1, max_size=50))
+def test_array_variants(pairs: list[tuple[int, int]]) -> None:
+    a = [p[0] for p in pairs]
+    b = [p[1] for p in pairs]
+    assert hamming_array(a, b).tolist() == [hamming(x, y) for x, y in pairs]
+    signed = to_signed_array(np.array(a, dtype=np.uint64))
+    assert signed.tolist() == [to_signed(x) for x in a]
+    assert to_unsigned_array(signed).tolist() == a
+
+
+@given(u64)
+def test_pigeonhole_within_three_bits(fp: int) -> None:
+    # DESIGN.md: distance <= 3 implies one equal block; flip 3 bits in 3 blocks.
+    other = fp ^ (1 << 3) ^ (1 << 20) ^ (1 << 40)
+    assert hamming(fp, other) == 3
+    assert sum(x == y for x, y in zip(blocks(fp), blocks(other), strict=True)) >= 1
+
+
+@pytest.mark.parametrize("bad", [-1, 2**64, 2**70])
+def test_out_of_range(bad: int) -> None:
+    with pytest.raises(ValueError, match="out of range"):
+        to_signed(bad)
+    with pytest.raises(ValueError):
+        blocks(bad)
+
+
+@pytest.mark.parametrize("bad", [True, 1.0, "1", None])
+def test_not_an_int(bad: object) -> None:
+    with pytest.raises(TypeError):
+        check_fingerprint(bad)
+    with pytest.raises(TypeError):
+        to_unsigned(bad)  # type: ignore[arg-type]
+
+
+def test_signed_out_of_range() -> None:
+    with pytest.raises(ValueError):
+        to_unsigned(2**63)
+    with pytest.raises(ValueError):
+        to_unsigned(-(2**63) - 1)
