@@ -1,0 +1,148 @@
+"""Exact re-check of SimHash candidates: short-text verification and a precision guard.
+
+A 64-bit SimHash of a 20-character title has too few features to be reliable:
+one changed character moves it by 5-15 bits, and unrelated titles can land
+close. So for short texts the store widens k (to :data:`SHORT_K`) and keeps
+only candidates whose *exact* similarity passes :data:`SHORT_THRESHOLD`. The
+same check can guard long texts too (:data:`LONG_K`, :data:`LONG_THRESHOLD`).
+
+The similarity is the Jaccard index of the sets of character n-grams of the
+*verification text*: the normalised text (:func:`simhash_pg.normalize.normalize`)
+with everything but letters, digits and combining marks removed, so spacing,
+punctuation and full-/half-width forms never count. n = 2 when either side is
+short, else 3. Both choices were measured against ``rapidfuzz.fuzz.ratio`` on
+``../shared/eval`` (``docs/quality.md``): Jaccard won on both pair sets.
+
+    >>> a = verification_text("Stocks rally as oil falls")
+    >>> b = verification_text("Stocks rally as oil falls - BBC News")
+    >>> round(verify(a, b), 3)
+    0.72
+    >>> is_near_duplicate(a, a)
+    True
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import unicodedata
+from functools import lru_cache
+
+from simhash_pg.normalize import normalize
+
+__all__ = [
+    "LONG_K",
+    "LONG_NGRAM",
+    "LONG_THRESHOLD",
+    "SHORT_K",
+    "SHORT_NGRAM",
+    "SHORT_TEXT_CHARS",
+    "SHORT_THRESHOLD",
+    "alnum_only",
+    "is_near_duplicate",
+    "is_short",
+    "ngram_for",
+    "shingles",
+    "similarity",
+    "threshold_for",
+    "verification_text",
+    "verify",
+]
+
+# A text is short when its verification text has fewer characters than this.
+# Titles and comments fall below, every news article and licence above.
+SHORT_TEXT_CHARS = 50
+# Measured on pairs_short.jsonl (docs/quality.md): F1 of "Hamming <= k and
+# Jaccard >= threshold" levels off above k = 11, and k <= 11 still needs only
+# 2-bit probes per 16-bit block in the store, like k = 8.
+SHORT_K = 11
+SHORT_NGRAM = 2
+SHORT_THRESHOLD = 0.72
+# Long texts, when verification guards them (off by default in the store).
+LONG_K = 10
+LONG_NGRAM = 3
+LONG_THRESHOLD = 0.78
+
+
+@lru_cache(maxsize=1)
+def _strip_re() -> re.Pattern[str]:
+    # \w leaves combining marks out (they would cut Devanagari or Thai apart),
+    # and lets "_" in: remove everything except letters, digits and marks.
+    marks: list[str] = []
+    start = -1
+    for cp in range(sys.maxunicode + 2):
+        is_mark = cp <= sys.maxunicode and unicodedata.category(chr(cp))[0] == "M"
+        if is_mark and start < 0:
+            start = cp
+        elif not is_mark and start >= 0:
+            a, b = re.escape(chr(start)), re.escape(chr(cp - 1))
+            marks.append(a if start == cp - 1 else f"{a}-{b}")
+            start = -1
+    return re.compile(rf"(?:[^\w{''.join(marks)}]|_)+")
+
+
+def verification_text(text: str, *, html: bool = False, t2s: bool = True) -> str:
+    """The text verification compares: normalised, letters, digits and marks only.
+
+    ``html`` and ``t2s`` should match the store's fingerprint scheme. This is
+    what a store keeps per document when verification is on.
+    """
+    return alnum_only(normalize(text, html=html, t2s=t2s))
+
+
+def alnum_only(norm: str) -> str:
+    """``norm`` with everything but letters, digits and combining marks removed."""
+    return _strip_re().sub("", norm)
+
+
+def is_short(norm: str) -> bool:
+    """Whether a verification text counts as short (< :data:`SHORT_TEXT_CHARS`)."""
+    return len(norm) < SHORT_TEXT_CHARS
+
+
+def ngram_for(a_norm: str, b_norm: str) -> int:
+    """Shingle size for a pair: bigrams when either side is short, else trigrams."""
+    return SHORT_NGRAM if is_short(a_norm) or is_short(b_norm) else LONG_NGRAM
+
+
+def threshold_for(a_norm: str, b_norm: str) -> float:
+    """The verification threshold for a pair (short if either side is short)."""
+    return SHORT_THRESHOLD if is_short(a_norm) or is_short(b_norm) else LONG_THRESHOLD
+
+
+def shingles(norm: str, n: int) -> frozenset[str]:
+    """Set of character ``n``-grams; a text shorter than ``n`` is its own shingle."""
+    if n < 1:
+        raise ValueError("n must be >= 1")
+    if len(norm) < n:
+        return frozenset((norm,)) if norm else frozenset()
+    return frozenset(norm[i : i + n] for i in range(len(norm) - n + 1))
+
+
+def similarity(a_norm: str, b_norm: str, n: int | None = None) -> float:
+    """Jaccard index of the character ``n``-gram sets (n from :func:`ngram_for`).
+
+    1.0 for equal texts (two empty texts included), 0.0 when only one is empty.
+    Symmetric, in [0, 1].
+    """
+    if a_norm == b_norm:
+        return 1.0
+    size = ngram_for(a_norm, b_norm) if n is None else n
+    sa, sb = shingles(a_norm, size), shingles(b_norm, size)
+    if not sa or not sb:
+        return 0.0
+    inter = len(sa & sb)
+    return inter / (len(sa) + len(sb) - inter)
+
+
+def verify(query_norm: str, candidate_norm: str) -> float:
+    """Similarity of a query and a candidate verification text (see :func:`similarity`)."""
+    return similarity(query_norm, candidate_norm)
+
+
+def is_near_duplicate(
+    query_norm: str, candidate_norm: str, *, threshold: float | None = None
+) -> bool:
+    """Whether a candidate passes verification (threshold from :func:`threshold_for`)."""
+    t = threshold_for(query_norm, candidate_norm) if threshold is None else threshold
+    return verify(query_norm, candidate_norm) >= t
