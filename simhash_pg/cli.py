@@ -16,6 +16,7 @@ import click
 _COMMANDS: dict[str, str] = {
     "bench": "simhash_pg.bench:bench",
     "dedup": "simhash_pg.commands.dedup:command",
+    "eval": "simhash_pg.commands.eval:command",
     "demo": "simhash_pg.commands.demo:command",
     "add": "simhash_pg.commands.store_cmds:add",
     "near": "simhash_pg.commands.store_cmds:near",
