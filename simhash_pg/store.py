@@ -1,0 +1,972 @@
+"""``SimhashStore``: near-duplicate documents in PostgreSQL.
+
+    from simhash_pg import SimhashStore
+
+    with SimhashStore() as store:            # embedded PostgreSQL, per-user
+        store.add("some text", key="doc-1")
+        store.near("some text!")             # [Match(id=1, key='doc-1', ...)]
+
+Where the database is, first found: the ``dsn`` argument, the ``engine``
+argument (an SQLAlchemy engine), ``$SIMHASH_PG_DSN``, else the embedded
+PostgreSQL in ``$SIMHASH_PG_HOME`` or the per-user data directory, started on
+first use and reused afterwards (``simhash-pg server stop`` stops it).
+
+Schema: the store creates or upgrades its tables on open (``migrate=True``,
+the default), under an advisory lock so several processes may open a new
+store at once. With ``migrate=False`` an outdated database is an error that
+says to run ``simhash-pg db upgrade``; the user then needs no DDL rights.
+
+Inputs: a ``str`` is always a document (fingerprinted with the store's
+scheme), an ``int`` is always an unsigned 64-bit fingerprint.
+
+A store holds one connection and is not thread-safe: use one per thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from itertools import islice
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from simhash_pg import migrate
+from simhash_pg.bits import blocks, check_fingerprint, to_signed, to_unsigned
+
+if TYPE_CHECKING:
+    from simhash_pg.fingerprint import Fingerprinter
+    from simhash_pg.schemes import Scheme
+
+__all__ = [
+    "AddManyResult",
+    "AddResult",
+    "Doc",
+    "Document",
+    "Match",
+    "SchemaVersionError",
+    "SchemeMismatchError",
+    "SimhashStore",
+    "StoreConnectionError",
+]
+
+OnDuplicate = Literal["skip", "link"]
+MAX_K = 64
+DEFAULT_BATCH = 5000
+
+
+class StoreConnectionError(ConnectionError):
+    """The database could not be reached; the message names where it was looked for."""
+
+
+class SchemeMismatchError(ValueError):
+    """The database was made with another fingerprint scheme than the one asked for."""
+
+
+class SchemaVersionError(RuntimeError):
+    """The database's schema is not the one this simhash-pg version expects."""
+
+
+class Doc(NamedTuple):
+    """One input document for :meth:`SimhashStore.add_many`.
+
+    ``text`` is a str (fingerprinted) or an int (a fingerprint given directly).
+    """
+
+    text: str | int
+    key: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What happened to one added document.
+
+    - stored: ``inserted`` is True, ``id`` the new row (``duplicate_of`` set
+      when stored as a linked near-duplicate, ``on_duplicate="link"``);
+    - near-duplicate not stored (the default policy): ``inserted`` False,
+      ``id`` and ``duplicate_of`` the stored document it duplicates,
+      ``distance`` and ``duplicate_key`` describe that document;
+    - key already stored: ``inserted`` False, ``existing_key`` True, ``id`` the
+      stored row (``duplicate_of`` is that row's own);
+    - not fingerprintable or invalid (add_many only): ``error`` says why, and
+      ``id`` is None.
+    """
+
+    id: int | None
+    fingerprint: int | None
+    duplicate_of: int | None
+    distance: int | None
+    inserted: bool
+    key: str | None = None
+    duplicate_key: str | None = None
+    existing_key: bool = False
+    error: str | None = None
+
+    @property
+    def status(self) -> str:
+        if self.error is not None:
+            return "error"
+        if self.existing_key:
+            return "existing_key"
+        if self.inserted:
+            return "linked" if self.duplicate_of is not None else "inserted"
+        return "duplicate"
+
+
+@dataclass(frozen=True)
+class Match:
+    """A stored document within distance k of a query."""
+
+    id: int
+    key: str | None
+    distance: int
+    meta: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Document:
+    """A stored row, as :meth:`SimhashStore.get` returns it."""
+
+    id: int
+    key: str | None
+    fingerprint: int
+    duplicate_of: int | None
+    created_at: datetime
+    meta: dict[str, Any] | None
+
+
+@dataclass
+class AddManyResult:
+    """Counts of an :meth:`SimhashStore.add_many` run (committed batches only)."""
+
+    read: int = 0
+    inserted: int = 0
+    duplicates: int = 0
+    existing_keys: int = 0
+    errors: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- validation -----------------------------------------------------------------
+
+
+def _check_k(k: object) -> int:
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise TypeError(f"k must be an int, got {type(k).__name__}")
+    if not 0 <= k <= MAX_K:
+        raise ValueError(f"k must be between 0 and {MAX_K} (a 64-bit fingerprint), got {k}")
+    return k
+
+
+def _check_key(key: object) -> str | None:
+    if key is None:
+        return None
+    if not isinstance(key, str):
+        raise TypeError(f"key must be a str or None, got {type(key).__name__}")
+    if "\x00" in key:
+        raise ValueError("key contains a NUL character (\\x00), which PostgreSQL text cannot store")
+    return key
+
+
+def _has_nul(obj: Any) -> bool:
+    if isinstance(obj, str):
+        return "\x00" in obj
+    if isinstance(obj, Mapping):
+        return any(_has_nul(k) or _has_nul(v) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return any(_has_nul(v) for v in obj)
+    return False
+
+
+def _check_meta(meta: object) -> dict[str, Any] | None:
+    if meta is None:
+        return None
+    if not isinstance(meta, Mapping):
+        raise TypeError(f"meta must be a dict or None, got {type(meta).__name__}")
+    if _has_nul(meta):
+        raise ValueError(
+            "meta contains a NUL character (\\x00), which PostgreSQL jsonb cannot store"
+        )
+    try:
+        json.dumps(meta, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"meta is not JSON-serialisable: {exc}") from exc
+    return dict(meta)
+
+
+def _where(dsn: str) -> str:
+    """host:port/dbname of a DSN, for error messages (never the password)."""
+    try:
+        p = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "(unparsable DSN)"
+    host = p.get("host") or p.get("hostaddr") or os.environ.get("PGHOST") or "localhost"
+    port = p.get("port") or os.environ.get("PGPORT") or "5432"
+    db = p.get("dbname") or os.environ.get("PGDATABASE") or p.get("user") or ""
+    return f"{host}:{port}/{db}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# -- SQL ------------------------------------------------------------------------
+
+_ADD = (
+    "SELECT id, fingerprint, duplicate_of, distance, inserted, duplicate_key"
+    " FROM simhash_add(%s, %s, %s, %s, %s)"
+)
+_GET = {
+    col: "SELECT id, key, fingerprint, duplicate_of, created_at, meta"
+    f" FROM simhash_documents WHERE {col} = %s"
+    for col in ("id", "key")
+}
+_DELETE = {col: f"DELETE FROM simhash_documents WHERE {col} = %s" for col in ("id", "key")}
+_NEAR = (
+    "SELECT n.id, n.key, n.distance, d.meta FROM simhash_near(%s, %s) AS n"
+    " JOIN simhash_documents d ON d.id = n.id ORDER BY n.distance, n.id LIMIT %s"
+)
+_NEAR_MANY = (
+    "SELECT n.query, n.id, n.key, n.distance, d.meta FROM simhash_near_many(%s, %s) AS n"
+    " JOIN simhash_documents d ON d.id = n.id ORDER BY n.query, n.distance, n.id"
+)
+# The nearest stored document per query: what add_many needs.
+_NEAREST_MANY = (
+    "SELECT DISTINCT ON (n.query) n.query, n.id, n.key, n.distance"
+    " FROM simhash_near_many(%s, %s) AS n ORDER BY n.query, n.distance, n.id"
+)
+_KEYS = (
+    "SELECT key, id, fingerprint, duplicate_of FROM simhash_documents WHERE key = ANY(%s)"
+)
+_NEXT_IDS = (
+    "SELECT nextval(pg_get_serial_sequence('simhash_documents', 'id'))"
+    " FROM generate_series(1, %s)"
+)
+_COPY = (
+    "COPY simhash_documents (id, key, fingerprint, duplicate_of, meta) FROM STDIN (FORMAT BINARY)"
+)
+
+
+class SimhashStore:
+    """A near-duplicate document store on PostgreSQL.
+
+    Parameters
+    ----------
+    dsn:
+        libpq connection string or URI. None: ``engine``, then
+        ``$SIMHASH_PG_DSN``, then the embedded server.
+    engine:
+        An SQLAlchemy engine whose URL to use (the store opens its own
+        psycopg connection with it).
+    scheme:
+        The fingerprint scheme (name, dict, JSON or Scheme). None: the one the
+        database holds, or the default for a new database. A database made
+        with another scheme raises :class:`SchemeMismatchError`.
+    k:
+        Default Hamming distance for near-duplicates (0..64).
+    on_duplicate:
+        ``"skip"`` (default): a near-duplicate is not stored, the existing
+        document is returned. ``"link"``: it is stored with ``duplicate_of``.
+    migrate:
+        Create or upgrade the schema on open (default). False: raise
+        :class:`SchemaVersionError` and ask for ``simhash-pg db upgrade``.
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        engine: Any = None,
+        scheme: Scheme | Mapping[str, Any] | str | None = None,
+        k: int = 3,
+        on_duplicate: OnDuplicate = "skip",
+        migrate: bool = True,
+        connect_timeout: int = 10,
+    ) -> None:
+        self.k = _check_k(k)
+        if on_duplicate not in ("skip", "link"):
+            raise ValueError(f"on_duplicate must be 'skip' or 'link', got {on_duplicate!r}")
+        self.on_duplicate: OnDuplicate = on_duplicate
+        self._dsn = self._resolve_dsn(dsn, engine)
+        self._conn = self._connect(self._dsn, connect_timeout)
+        try:
+            self._ensure_schema(migrate)
+            self._scheme = self._ensure_scheme(scheme)
+        except BaseException:
+            self._conn.close()
+            raise
+        self._fingerprinter: Fingerprinter | None = None
+
+    # -- opening ------------------------------------------------------------------
+    @staticmethod
+    def _resolve_dsn(dsn: str | None, engine: Any) -> str:
+        if dsn is not None and engine is not None:
+            raise ValueError("give either dsn or engine, not both")
+        if dsn is not None:
+            if not isinstance(dsn, str) or not dsn.strip():
+                raise ValueError("dsn must be a non-empty connection string")
+            return migrate.libpq_dsn(dsn)
+        if engine is not None:
+            url = engine.url.render_as_string(hide_password=False)
+            return migrate.libpq_dsn(url)
+        env = os.environ.get("SIMHASH_PG_DSN")
+        if env:
+            return migrate.libpq_dsn(env)
+        from simhash_pg.server import get_default_server
+
+        return get_default_server().start()
+
+    @staticmethod
+    def _connect(dsn: str, timeout: int) -> psycopg.Connection[Any]:
+        try:
+            return psycopg.connect(dsn, autocommit=True, connect_timeout=timeout)
+        except psycopg.OperationalError as exc:
+            raise StoreConnectionError(
+                f"cannot connect to PostgreSQL at {_where(dsn)}: {_first_line(exc)}"
+            ) from None
+        except psycopg.ProgrammingError as exc:
+            raise ValueError(f"invalid DSN: {_first_line(exc)}") from None
+
+    def _schema_revision(self) -> str | None:
+        row = self._conn.execute("SELECT to_regclass('alembic_version') IS NOT NULL").fetchone()
+        if not row or not row[0]:
+            return None
+        rev = self._conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        return rev[0] if rev else None
+
+    def _ensure_schema(self, do_migrate: bool) -> None:
+        rev = self._schema_revision()
+        if rev == migrate.HEAD:
+            return
+        if not do_migrate:
+            raise SchemaVersionError(
+                f"the database at {_where(self._dsn)} is at schema revision {rev or 'none'}, "
+                f"this simhash-pg needs {migrate.HEAD}: run `simhash-pg db upgrade --dsn ...`"
+            )
+        try:
+            migrate.upgrade(self._dsn)
+        except Exception as exc:
+            if "Can't locate revision" in str(exc):
+                raise SchemaVersionError(
+                    f"the database at {_where(self._dsn)} is at schema revision {rev}, "
+                    "unknown to this simhash-pg (made by a newer version?)"
+                ) from exc
+            raise
+
+    def _ensure_scheme(self, scheme: Scheme | Mapping[str, Any] | str | None) -> Scheme:
+        from simhash_pg.schemes import Scheme, get_scheme
+
+        wanted = get_scheme(scheme)
+        row = self._conn.execute("SELECT value FROM simhash_meta WHERE name = 'scheme'").fetchone()
+        if row is None:
+            self._conn.execute(
+                "INSERT INTO simhash_meta (name, value) VALUES ('scheme', %s)"
+                " ON CONFLICT (name) DO NOTHING",
+                [Jsonb(wanted.to_dict())],
+            )
+            row = self._conn.execute(
+                "SELECT value FROM simhash_meta WHERE name = 'scheme'"
+            ).fetchone()
+        assert row is not None
+        try:
+            stored = Scheme.from_dict(row[0])
+        except (TypeError, ValueError) as exc:
+            raise SchemeMismatchError(
+                f"the database at {_where(self._dsn)} was made with fingerprint scheme "
+                f"{json.dumps(row[0], sort_keys=True)}, which this simhash-pg cannot "
+                f"compute: {exc}"
+            ) from exc
+        if scheme is not None and stored.to_json() != wanted.to_json():
+            raise SchemeMismatchError(
+                f"the database at {_where(self._dsn)} was made with fingerprint scheme "
+                f"{stored.to_json()}, not {wanted.to_json()}: fingerprints of two schemes "
+                "cannot be compared. Open it without a scheme (to use its own) or use "
+                "another database."
+            )
+        return stored
+
+    # -- properties and life cycle -----------------------------------------------
+    @property
+    def dsn(self) -> str:
+        """The connection string in use (for psql, the CLI, another process)."""
+        return self._dsn
+
+    @property
+    def scheme(self) -> Scheme:
+        return self._scheme
+
+    @property
+    def connection(self) -> psycopg.Connection[Any]:
+        """The store's psycopg connection (autocommit), for ad-hoc SQL."""
+        return self._conn
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._conn.closed
+
+    def __enter__(self) -> SimhashStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SimhashStore({_where(self._dsn)}, k={self.k}, scheme={self._scheme.name})"
+
+    # -- fingerprints -------------------------------------------------------------
+    @property
+    def fingerprinter(self) -> Fingerprinter:
+        if self._fingerprinter is None:
+            from simhash_pg.fingerprint import Fingerprinter
+
+            self._fingerprinter = Fingerprinter(self._scheme)
+        return self._fingerprinter
+
+    def fingerprint(self, doc: str | int) -> int:
+        """A document's fingerprint with the store's scheme; an int is checked and returned."""
+        if isinstance(doc, str):
+            return self.fingerprinter.fingerprint(doc)
+        if isinstance(doc, bool) or not isinstance(doc, int):
+            raise TypeError(
+                f"a document must be a str (a text) or an int (a fingerprint), "
+                f"got {type(doc).__name__}"
+            )
+        return check_fingerprint(doc)
+
+    def _k(self, k: int | None) -> int:
+        return self.k if k is None else _check_k(k)
+
+    # -- single documents ---------------------------------------------------------
+    def add(
+        self,
+        doc: str | int,
+        *,
+        key: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        dedup: bool = True,
+        k: int | None = None,
+        on_duplicate: OnDuplicate | None = None,
+    ) -> AddResult:
+        """Add one document, unless it near-duplicates a stored one (see AddResult).
+
+        One round trip: the check and the insert run in the SQL function
+        ``simhash_add``, which for k <= 3 takes pigeonhole advisory locks so
+        that concurrent adds of two near-duplicates store only one.
+        """
+        key = _check_key(key)
+        meta_d = _check_meta(meta)
+        kk = self._k(k)
+        policy = on_duplicate or self.on_duplicate
+        if policy not in ("skip", "link"):
+            raise ValueError(f"on_duplicate must be 'skip' or 'link', got {policy!r}")
+        fp = self.fingerprint(doc)
+        mode = policy if dedup else "insert"
+        row = self._conn.execute(
+            _ADD,
+            [to_signed(fp), key, Jsonb(meta_d) if meta_d is not None else None, kk, mode],
+            prepare=True,
+        ).fetchone()
+        assert row is not None
+        rid, rfp, dup, dist, inserted, dup_key = row
+        existing = not inserted and dist is None
+        return AddResult(
+            id=rid,
+            fingerprint=to_unsigned(rfp),
+            duplicate_of=dup,
+            distance=dist,
+            inserted=inserted,
+            key=key,
+            duplicate_key=dup_key,
+            existing_key=existing,
+        )
+
+    def near(
+        self, doc: str | int, *, k: int | None = None, limit: int | None = None
+    ) -> list[Match]:
+        """Stored documents within Hamming distance k, nearest first (ties by id). Exact."""
+        kk = self._k(k)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or limit < 1):
+            raise ValueError(f"limit must be None or an int >= 1, got {limit!r}")
+        fp = self.fingerprint(doc)
+        rows = self._conn.execute(_NEAR, [to_signed(fp), kk, limit], prepare=True).fetchall()
+        return [Match(r[0], r[1], r[2], r[3]) for r in rows]
+
+    def near_many(self, docs: Iterable[str | int], *, k: int | None = None) -> list[list[Match]]:
+        """One list of matches per query, in query order; one round trip."""
+        kk = self._k(k)
+        items = list(docs)
+        fps = self._fingerprints_strict(items)
+        out: list[list[Match]] = [[] for _ in fps]
+        if not fps:
+            return out
+        rows = self._conn.execute(
+            _NEAR_MANY, [[to_signed(f) for f in fps], kk], prepare=True
+        ).fetchall()
+        for q, id_, key, dist, meta in rows:
+            out[q - 1].append(Match(id_, key, dist, meta))
+        return out
+
+    def _fingerprints_strict(self, items: list[Any]) -> list[int]:
+        texts = [(i, d) for i, d in enumerate(items) if isinstance(d, str)]
+        fps: list[int] = [0] * len(items)
+        for i, d in enumerate(items):
+            if not isinstance(d, str):
+                fps[i] = self.fingerprint(d)
+        if texts:
+            got = self.fingerprinter.fingerprint_many([t for _, t in texts])
+            for (i, _), fp in zip(texts, got, strict=True):
+                fps[i] = fp
+        return fps
+
+    def get(self, id_or_key: int | str) -> Document | None:
+        """The stored row with this id (int) or key (str), or None."""
+        if isinstance(id_or_key, bool) or not isinstance(id_or_key, (int, str)):
+            raise TypeError(f"expected an id (int) or a key (str), got {type(id_or_key).__name__}")
+        col = "id" if isinstance(id_or_key, int) else "key"
+        if isinstance(id_or_key, str):
+            _check_key(id_or_key)
+        row = self._conn.execute(_GET[col], [id_or_key], prepare=True).fetchone()
+        if row is None:
+            return None
+        return Document(row[0], row[1], to_unsigned(row[2]), row[3], row[4], row[5])
+
+    def remove(self, id_or_key: int | str) -> bool:
+        """Delete the row with this id or key; True if one was deleted.
+
+        Rows that recorded it as ``duplicate_of`` keep their place with NULL.
+        """
+        if isinstance(id_or_key, bool) or not isinstance(id_or_key, (int, str)):
+            raise TypeError(f"expected an id (int) or a key (str), got {type(id_or_key).__name__}")
+        col = "id" if isinstance(id_or_key, int) else "key"
+        if isinstance(id_or_key, str):
+            _check_key(id_or_key)
+        cur = self._conn.execute(_DELETE[col], [id_or_key])
+        return cur.rowcount > 0
+
+    def count(self) -> int:
+        row = self._conn.execute("SELECT count(*) FROM simhash_documents").fetchone()
+        return int(row[0]) if row else 0
+
+    def stats(self) -> dict[str, Any]:
+        """Rows, sizes (bytes) and the scheme: what ``simhash-pg stats`` prints."""
+        row = self._conn.execute(
+            "SELECT count(*), pg_table_size('simhash_documents'),"
+            " pg_indexes_size('simhash_documents'), current_setting('server_version')"
+            " FROM simhash_documents"
+        ).fetchone()
+        assert row is not None
+        rows, table_bytes, index_bytes, version = row
+        return {
+            "rows": rows,
+            "table_bytes": table_bytes,
+            "index_bytes": index_bytes,
+            "bytes_per_row": round((table_bytes + index_bytes) / rows, 1) if rows else None,
+            "scheme": self._scheme.to_dict(),
+            "k": self.k,
+            "schema_revision": migrate.HEAD,
+            "server_version": version,
+            "database": _where(self._dsn),
+        }
+
+    # -- bulk ---------------------------------------------------------------------
+    def add_many(
+        self,
+        docs: Iterable[str | int | Doc | tuple[Any, ...]],
+        *,
+        dedup: bool = True,
+        batch_size: int = DEFAULT_BATCH,
+        workers: int | None = None,
+        progress: Callable[[list[AddResult]], None] | None = None,
+        k: int | None = None,
+        on_duplicate: OnDuplicate | None = None,
+    ) -> AddManyResult:
+        """Add many documents, a batch per transaction.
+
+        Per batch: fingerprints computed in parallel (``workers`` processes,
+        None = auto); one round trip looks up existing keys and the nearest
+        stored document of every fingerprint (``simhash_near_many``);
+        near-duplicates inside the batch are found in Python; the rows go in
+        by binary COPY; then the transaction commits and ``progress`` gets the
+        batch's AddResults in input order. An interrupted run keeps the
+        committed batches; a rerun skips keys already stored.
+
+        Within a batch, documents are decided in input order exactly as
+        sequential :meth:`add` calls would decide them. Concurrent writers are
+        not locked out here (see issue 5); a key stored concurrently makes the
+        batch retry once.
+        """
+        kk = self._k(k)
+        policy = on_duplicate or self.on_duplicate
+        if policy not in ("skip", "link"):
+            raise ValueError(f"on_duplicate must be 'skip' or 'link', got {policy!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        total = AddManyResult()
+        start = time.perf_counter()
+        it = iter(docs)
+        while True:
+            batch = list(islice(it, batch_size))
+            if not batch:
+                break
+            results = self._add_batch(batch, dedup, kk, policy, workers)
+            total.batches += 1
+            for r in results:
+                total.read += 1
+                if r.error is not None:
+                    total.errors += 1
+                elif r.existing_key:
+                    total.existing_keys += 1
+                elif r.inserted:
+                    total.inserted += 1
+                    if r.duplicate_of is not None:
+                        total.duplicates += 1
+                else:
+                    total.duplicates += 1
+            total.seconds = time.perf_counter() - start
+            if progress is not None:
+                progress(results)
+        total.seconds = time.perf_counter() - start
+        return total
+
+    def _prepare_batch(
+        self, batch: Sequence[Any], workers: int | None
+    ) -> tuple[list[tuple[int, str | None, dict[str, Any] | None]], list[AddResult | None]]:
+        """Validate and fingerprint; returns per-doc (fp, key, meta) and error results."""
+        parsed: list[tuple[Any, str | None, dict[str, Any] | None] | None] = []
+        errors: list[AddResult | None] = [None] * len(batch)
+        for i, item in enumerate(batch):
+            try:
+                if isinstance(item, (str, int)) and not isinstance(item, bool):
+                    text, key, meta = item, None, None
+                elif isinstance(item, tuple):
+                    d = Doc(*item)
+                    text, key, meta = d.text, _check_key(d.key), _check_meta(d.meta)
+                else:
+                    raise TypeError(
+                        f"a document must be a str, an int or a Doc, got {type(item).__name__}"
+                    )
+                if isinstance(text, bool) or not isinstance(text, (str, int)):
+                    raise TypeError(
+                        f"a document must be a str (a text) or an int (a fingerprint), "
+                        f"got {type(text).__name__}"
+                    )
+                if isinstance(text, int):
+                    text = check_fingerprint(text)
+                parsed.append((text, key, meta))
+            except (TypeError, ValueError) as exc:
+                parsed.append(None)
+                key_s = getattr(item, "key", None) if isinstance(item, tuple) else None
+                errors[i] = AddResult(None, None, None, None, False,
+                                      key=key_s if isinstance(key_s, str) else None,
+                                      error=str(exc))
+        text_idx = [i for i, p in enumerate(parsed) if p is not None and isinstance(p[0], str)]
+        fps: dict[int, int | None] = {}
+        if text_idx:
+            got = self.fingerprinter.fingerprint_many(
+                [parsed[i][0] for i in text_idx],  # type: ignore[index]
+                workers,
+                on_error="none",
+            )
+            fps = dict(zip(text_idx, got, strict=True))
+        out: list[tuple[int, str | None, dict[str, Any] | None]] = []
+        for i, p in enumerate(parsed):
+            if p is None:
+                out.append((0, None, None))
+                continue
+            fp = fps[i] if isinstance(p[0], str) else p[0]
+            if fp is None:
+                errors[i] = AddResult(None, None, None, None, False, key=p[1],
+                                      error=self._why_not(p[0]))
+                out.append((0, None, None))
+                continue
+            out.append((fp, p[1], p[2]))
+        return out, errors
+
+    def _why_not(self, text: Any) -> str:
+        try:
+            self.fingerprinter.fingerprint(text)
+        except (TypeError, ValueError) as exc:
+            return str(exc) or type(exc).__name__
+        return "could not be fingerprinted"
+
+    def _add_batch(
+        self, batch: Sequence[Any], dedup: bool, k: int, policy: OnDuplicate,
+        workers: int | None,
+    ) -> list[AddResult]:
+        prepared, errors = self._prepare_batch(batch, workers)
+        for attempt in range(3):
+            try:
+                with self._conn.transaction():
+                    return self._write_batch(prepared, errors, dedup, k, policy)
+            except psycopg.errors.UniqueViolation:
+                # a key stored by another writer since the look-up: look again
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _write_batch(
+        self,
+        prepared: list[tuple[int, str | None, dict[str, Any] | None]],
+        errors: list[AddResult | None],
+        dedup: bool,
+        k: int,
+        policy: OnDuplicate,
+    ) -> list[AddResult]:
+        n = len(prepared)
+        valid = [i for i in range(n) if errors[i] is None]
+        keys = list({prepared[i][1] for i in valid if prepared[i][1] is not None})
+        signed = [to_signed(prepared[i][0]) for i in valid]
+        conn = self._conn
+        # One round trip: existing keys, nearest stored match per fingerprint, ids.
+        with conn.pipeline():
+            c_keys = conn.execute(_KEYS, [keys], prepare=True) if keys else None
+            c_near = (
+                conn.execute(_NEAREST_MANY, [signed, k], prepare=True)
+                if dedup and signed else None
+            )
+            c_ids = conn.execute(_NEXT_IDS, [len(valid)], prepare=True) if valid else None
+        existing: dict[str, tuple[int, int, int | None]] = {}
+        if c_keys is not None:
+            for key, id_, fp, dup in c_keys.fetchall():
+                existing[key] = (id_, to_unsigned(fp), dup)
+        nearest: dict[int, tuple[int, str | None, int]] = {}
+        if c_near is not None:
+            for q, id_, key, dist in c_near.fetchall():
+                nearest[valid[q - 1]] = (id_, key, dist)
+        ids = [r[0] for r in c_ids.fetchall()] if c_ids is not None else []
+
+        results: list[AddResult | None] = list(errors)
+        batch_keys: dict[str, int] = {}  # key -> position of the row stored in this batch
+        index = _BatchIndex(k)
+        rows: list[tuple[int, str | None, int, int | None, Jsonb | None]] = []
+        next_id = iter(ids)
+        for i in valid:
+            fp, key, meta = prepared[i]
+            if key is not None and key in existing:
+                id_, sfp, sdup = existing[key]
+                results[i] = AddResult(id_, sfp, sdup, None, False, key=key, existing_key=True)
+                continue
+            if key is not None and key in batch_keys:
+                first = results[batch_keys[key]]
+                assert first is not None
+                results[i] = AddResult(first.id, first.fingerprint, first.duplicate_of, None,
+                                       False, key=key, existing_key=True)
+                continue
+            best: tuple[int, int, str | None] | None = None  # (distance, id, key)
+            if dedup:
+                if i in nearest:
+                    sid, skey, sdist = nearest[i]
+                    best = (sdist, sid, skey)
+                found = index.nearest(fp)
+                if found is not None and (best is None or found[:2] < best[:2]):
+                    best = found
+            if best is not None and policy == "skip":
+                results[i] = AddResult(best[1], fp, best[1], best[0], False, key=key,
+                                       duplicate_key=best[2])
+                continue
+            new_id = next(next_id)
+            dup_of = best[1] if best is not None else None
+            results[i] = AddResult(new_id, fp, dup_of, best[0] if best else None, True, key=key,
+                                   duplicate_key=best[2] if best else None)
+            if dedup:
+                index.add(fp, new_id, key)
+            if key is not None:
+                batch_keys[key] = i
+            rows.append((new_id, key, to_signed(fp), dup_of,
+                         Jsonb(meta) if meta is not None else None))
+        if rows:
+            with conn.cursor() as cur, cur.copy(_COPY) as copy:
+                copy.set_types(["int8", "text", "int8", "int8", "jsonb"])
+                for row in rows:
+                    copy.write_row(row)
+        final = [r for r in results if r is not None]
+        assert len(final) == n
+        return final
+
+    def bulk_load(
+        self,
+        docs: Iterable[str | int | Doc | tuple[Any, ...]],
+        *,
+        batch_size: int = 100_000,
+        workers: int | None = None,
+    ) -> int:
+        """Fill an *empty* store fast, without near-duplicate checks; return rows loaded.
+
+        One transaction: TRUNCATE (so COPY can FREEZE the rows and set the
+        visibility map: index-only scans from the first query), drop the
+        secondary indexes, COPY everything, rebuild the indexes as they were,
+        ANALYZE. Other sessions wait on the table lock meanwhile. Raises
+        ValueError if the store is not empty; an error leaves it empty.
+        """
+        import numpy as np
+
+        conn = self._conn
+        loaded = 0
+        with conn.transaction():
+            conn.execute("LOCK TABLE simhash_documents IN ACCESS EXCLUSIVE MODE")
+            if conn.execute("SELECT EXISTS (SELECT 1 FROM simhash_documents)").fetchone() != (
+                False,
+            ):
+                raise ValueError("bulk_load needs an empty store; use add_many instead")
+            conn.execute("TRUNCATE simhash_documents RESTART IDENTITY")
+            indexdefs = [
+                (r[0], r[1])
+                for r in conn.execute(
+                    "SELECT i.relname, pg_get_indexdef(x.indexrelid) FROM pg_index x"
+                    " JOIN pg_class i ON i.oid = x.indexrelid"
+                    " WHERE x.indrelid = 'simhash_documents'::regclass AND NOT x.indisprimary"
+                )
+            ]
+            for name, _ in indexdefs:
+                conn.execute(
+                    psycopg.sql.SQL("DROP INDEX {}").format(psycopg.sql.Identifier(name))
+                )
+            next_id = 1
+            it = iter(docs)
+            while True:
+                batch = list(islice(it, batch_size))
+                if not batch:
+                    break
+                if all(isinstance(d, int) and not isinstance(d, bool) for d in batch):
+                    fps = np.array([check_fingerprint(d) for d in batch], dtype=np.uint64)
+                    _copy_fingerprints(conn, fps, next_id)
+                    next_id += len(batch)
+                    continue
+                prepared, errors = self._prepare_batch(batch, workers)
+                bad = [e for e in errors if e is not None]
+                if bad:
+                    raise ValueError(f"bulk_load: {bad[0].error}")
+                with conn.cursor() as cur, cur.copy(_COPY_FREEZE) as copy:
+                    copy.set_types(["int8", "text", "int8", "int8", "jsonb"])
+                    for fp, key, meta in prepared:
+                        copy.write_row((next_id, key, to_signed(fp), None,
+                                        Jsonb(meta) if meta is not None else None))
+                        next_id += 1
+            loaded = next_id - 1
+            if loaded:
+                conn.execute(
+                    "SELECT setval(pg_get_serial_sequence('simhash_documents', 'id'), %s)",
+                    [loaded],
+                )
+            for _, ddl in indexdefs:
+                conn.execute(ddl)
+        conn.execute("VACUUM (ANALYZE) simhash_documents")
+        return loaded
+
+
+_COPY_FREEZE = (
+    "COPY simhash_documents (id, key, fingerprint, duplicate_of, meta)"
+    " FROM STDIN (FORMAT BINARY, FREEZE)"
+)
+
+_PGCOPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
+_PGCOPY_TRAILER = b"\xff\xff"
+
+
+def _copy_fingerprints(conn: psycopg.Connection[Any], fps: Any, first_id: int) -> None:
+    """COPY (id, fingerprint) rows built with NumPy in the binary COPY format."""
+    import numpy as np
+
+    dt = np.dtype(
+        [("nf", ">i2"), ("l1", ">i4"), ("id", ">i8"), ("l2", ">i4"), ("fp", ">i8")]
+    )
+    rows = np.empty(len(fps), dtype=dt)
+    rows["nf"] = 2
+    rows["l1"] = 8
+    rows["id"] = np.arange(first_id, first_id + len(fps), dtype=np.int64)
+    rows["l2"] = 8
+    rows["fp"] = fps.view(np.int64)
+    with conn.cursor() as cur, cur.copy(
+        "COPY simhash_documents (id, fingerprint) FROM STDIN (FORMAT BINARY, FREEZE)"
+    ) as copy:
+        copy.write(_PGCOPY_HEADER)
+        copy.write(rows.tobytes())
+        copy.write(_PGCOPY_TRAILER)
+
+
+class _BatchIndex:
+    """Near-duplicate look-up among the rows stored so far in one batch.
+
+    k <= 3: pigeonhole on the four blocks (dict per block). Above: a NumPy
+    scan over the batch's fingerprints, which is small.
+    """
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.arr: Any = None  # uint64 fingerprints for the k > 3 scan, grown by doubling
+        self.fps: list[int] = []
+        self.ids: list[int] = []
+        self.keys: list[str | None] = []
+        self.by_block: list[dict[int, list[int]]] = [{}, {}, {}, {}]
+
+    def add(self, fp: int, id_: int, key: str | None) -> None:
+        pos = len(self.fps)
+        self.fps.append(fp)
+        self.ids.append(id_)
+        self.keys.append(key)
+        if self.k <= 3:
+            for i, b in enumerate(blocks(fp)):
+                self.by_block[i].setdefault(b, []).append(pos)
+        else:
+            import numpy as np
+
+            if self.arr is None or pos >= len(self.arr):
+                grown = np.zeros(max(1024, 2 * pos), dtype=np.uint64)
+                if self.arr is not None:
+                    grown[:pos] = self.arr[:pos]
+                self.arr = grown
+            self.arr[pos] = fp
+
+    def nearest(self, fp: int) -> tuple[int, int, str | None] | None:
+        if not self.fps:
+            return None
+        if self.k <= 3:
+            cands: set[int] = set()
+            for i, b in enumerate(blocks(fp)):
+                cands.update(self.by_block[i].get(b, ()))
+            best: tuple[int, int, str | None] | None = None
+            for pos in cands:
+                d = (self.fps[pos] ^ fp).bit_count()
+                if d <= self.k and (best is None or (d, self.ids[pos]) < best[:2]):
+                    best = (d, self.ids[pos], self.keys[pos])
+            return best
+        return self._scan(fp)
+
+    def _scan(self, fp: int) -> tuple[int, int, str | None] | None:
+        import numpy as np
+
+        x = self.arr[: len(self.fps)] ^ np.uint64(fp)
+        if hasattr(np, "bitwise_count"):
+            d = np.bitwise_count(x).astype(np.int64)
+        else:  # NumPy < 2
+            d = np.array([int(v).bit_count() for v in x.tolist()], dtype=np.int64)
+        ok = np.nonzero(d <= self.k)[0]
+        if len(ok) == 0:
+            return None
+        # nearest, ties by id (ids grow with position)
+        pos = int(ok[np.argmin(d[ok])])
+        return (int(d[pos]), self.ids[pos], self.keys[pos])
+
+
+def iter_results(results: Iterable[AddResult]) -> Iterator[dict[str, Any]]:
+    """AddResults as plain dicts with their status (for reports)."""
+    for r in results:
+        out = asdict(r)
+        out["status"] = r.status
+        yield out
+

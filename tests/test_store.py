@@ -1,0 +1,381 @@
+"""SimhashStore on a real PostgreSQL: API, exactness, bulk paths, bad input."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simhash_pg.bits import MAX_FINGERPRINT, hamming, to_signed
+from simhash_pg.store import (
+    AddResult,
+    Doc,
+    Match,
+    SchemaVersionError,
+    SchemeMismatchError,
+    SimhashStore,
+    StoreConnectionError,
+)
+
+HYPO = settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+@pytest.fixture
+def store(pg_dsn: str) -> Any:
+    with SimhashStore(pg_dsn) as s:
+        yield s
+
+
+def flip(fp: int, n: int, rnd: random.Random) -> int:
+    for bit in rnd.sample(range(64), n):
+        fp ^= 1 << bit
+    return fp
+
+
+def snapshot(store: SimhashStore) -> list[tuple[Any, ...]]:
+    return store.connection.execute(
+        "SELECT id, key, fingerprint, duplicate_of, meta FROM simhash_documents ORDER BY id"
+    ).fetchall()
+
+
+def reset(store: SimhashStore) -> None:
+    store.connection.execute("TRUNCATE simhash_documents RESTART IDENTITY")
+
+
+# -- single documents -------------------------------------------------------------
+
+
+def test_add_near_get_remove_count(store: SimhashStore) -> None:
+    a = store.add(0x1234_5678_9ABC_DEF0, key="a", meta={"lang": "en"})
+    assert a == AddResult(1, 0x1234_5678_9ABC_DEF0, None, None, True, key="a")
+    assert a.status == "inserted"
+    far = store.add(MAX_FINGERPRINT, key="far")
+    assert far.inserted and far.id == 2
+    assert store.count() == 2
+    assert store.near(0x1234_5678_9ABC_DEF0 ^ 0b101) == [Match(1, "a", 2, {"lang": "en"})]
+    assert store.near(MAX_FINGERPRINT, k=0) == [Match(2, "far", 0, None)]
+    doc = store.get("a")
+    assert doc is not None and doc.id == 1 and doc.fingerprint == 0x1234_5678_9ABC_DEF0
+    assert store.get(2) is not None and store.get(2).key == "far"  # type: ignore[union-attr]
+    assert store.get("nope") is None and store.get(99) is None
+    assert store.remove("far") is True
+    assert store.remove(2) is False
+    assert store.count() == 1
+    stats = store.stats()
+    assert stats["rows"] == 1 and stats["table_bytes"] > 0 and stats["index_bytes"] > 0
+    assert stats["scheme"]["name"]
+
+
+def test_near_duplicate_policies(store: SimhashStore) -> None:
+    base = 0xF0F0_F0F0_0F0F_0F0F
+    first = store.add(base, key="first")
+    dup = store.add(base ^ 0b111, key="second")  # distance 3
+    assert dup == AddResult(first.id, base ^ 0b111, first.id, 3, False, key="second",
+                            duplicate_key="first")
+    assert dup.status == "duplicate"
+    assert store.count() == 1
+    linked = store.add(base ^ 0b1, key="third", on_duplicate="link")
+    assert linked.inserted and linked.duplicate_of == first.id and linked.distance == 1
+    assert linked.status == "linked"
+    plain = store.add(base, key="fourth", dedup=False)
+    assert plain.inserted and plain.duplicate_of is None
+    assert store.add(base ^ 0b1111_0000).inserted  # distance 4 and 5 > k = 3
+    assert store.count() == 4
+    # removing the original leaves the linked row with duplicate_of NULL
+    store.remove("first")
+    third = store.get("third")
+    assert third is not None and third.duplicate_of is None
+
+
+def test_existing_key_is_idempotent(store: SimhashStore) -> None:
+    r1 = store.add(12345, key="k", meta={"v": 1})
+    r2 = store.add(99999999999, key="k", meta={"v": 2})
+    assert r2.id == r1.id and not r2.inserted and r2.existing_key and r2.fingerprint == 12345
+    assert r2.status == "existing_key"
+    assert store.count() == 1
+    assert store.get("k").meta == {"v": 1}  # type: ignore[union-attr]
+
+
+def test_text_documents_use_the_fingerprinter(store: SimhashStore) -> None:
+    text = ("The quick brown fox jumps over the lazy dog near the river bank, "
+            "while the farmer watches the sheep graze in the green meadow all afternoon.")
+    first = store.add(text, key="t1")
+    assert first.inserted
+    assert first.fingerprint == store.fingerprinter.fingerprint(text)
+    again = store.add(text + " ", key="t2")
+    assert not again.inserted and again.duplicate_of == first.id
+    assert store.near(text)[0].id == first.id
+
+
+# -- exactness ----------------------------------------------------------------------
+
+
+@st.composite
+def planted(draw: st.DrawFn, max_k: int) -> tuple[list[int], list[int]]:
+    rnd = random.Random(draw(st.integers(0, 2**32)))
+    skew = draw(st.booleans())
+    pool = [rnd.getrandbits(16) for _ in range(3)]
+
+    def base() -> int:
+        if skew:  # many rows share block values
+            return flip(sum(rnd.choice(pool) << s for s in (48, 32, 16, 0)), rnd.randint(0, 2),
+                        rnd)
+        return rnd.getrandbits(64)
+
+    stored = [base() for _ in range(draw(st.integers(1, 30)))]
+    for fp in list(stored):
+        stored += [flip(fp, rnd.randint(0, max_k + 1), rnd) for _ in range(rnd.randint(0, 3))]
+    queries = [flip(rnd.choice(stored), rnd.randint(0, max_k + 1), rnd) for _ in range(4)]
+    return stored, queries + [base()]
+
+
+def brute(stored: list[int], q: int, k: int) -> list[tuple[int, int]]:
+    return sorted((hamming(fp, q), i + 1) for i, fp in enumerate(stored) if hamming(fp, q) <= k)
+
+
+@given(planted(max_k=12))
+@HYPO
+def test_near_and_near_many_equal_brute_force(
+    store: SimhashStore, data: tuple[list[int], list[int]]
+) -> None:
+    stored, queries = data
+    reset(store)
+    store.add_many(stored, dedup=False)
+    for k in (0, 1, 2, 3, 5, 8, 12):
+        expect = [brute(stored, q, k) for q in queries]
+        got = [[(m.distance, m.id) for m in store.near(q, k=k)] for q in queries]
+        assert got == expect, k
+        many = store.near_many(queries, k=k)
+        assert [[(m.distance, m.id) for m in ms] for ms in many] == expect, k
+
+
+def test_near_limit_and_many_empty(store: SimhashStore) -> None:
+    store.add_many([0, 1, 3, 7], dedup=False)
+    assert [m.id for m in store.near(0, k=3, limit=2)] == [1, 2]
+    assert store.near_many([]) == []
+
+
+# -- add_many -----------------------------------------------------------------------
+
+
+def sequential_statuses(store: SimhashStore, docs: list[Doc], policy: str) -> list[tuple[Any, ...]]:
+    out = []
+    for d in docs:
+        r = store.add(d.text, key=d.key, on_duplicate=policy)  # type: ignore[arg-type]
+        out.append((r.status, r.distance))
+    return out
+
+
+@given(planted(max_k=6), st.sampled_from(["skip", "link"]), st.sampled_from([3, 6]),
+       st.integers(1, 7))
+@HYPO
+def test_add_many_decides_like_sequential_adds(
+    store: SimhashStore, data: tuple[list[int], list[int]], policy: str, k: int, batch: int
+) -> None:
+    stored, _ = data
+    rnd = random.Random(len(stored))
+    docs = [Doc(fp, key=f"k{rnd.randint(0, len(stored))}" if rnd.random() < 0.5 else None)
+            for fp in stored]
+    store.k = k
+    reset(store)
+    expect = sequential_statuses(store, docs, policy)
+    expect_rows = sorted((r[1] or "", r[2]) for r in snapshot(store))
+    reset(store)
+    seen: list[AddResult] = []
+    total = store.add_many(docs, batch_size=batch, on_duplicate=policy,  # type: ignore[arg-type]
+                           progress=seen.extend)
+    assert [(r.status, r.distance) for r in seen] == expect
+    assert sorted((r[1] or "", r[2]) for r in snapshot(store)) == expect_rows
+    assert total.read == len(docs)
+    assert total.inserted == store.count()
+    # every reported id is a stored row
+    ids = {r[0] for r in snapshot(store)}
+    assert all(r.id in ids for r in seen)
+
+
+def test_add_many_counts_errors_and_reruns(store: SimhashStore) -> None:
+    base = 0xABCD_EF01_2345_6789
+    docs: list[Any] = [
+        Doc(base, key="a", meta={"n": 1}),
+        Doc(base ^ 1, key="b"),                    # near-duplicate of a, same batch
+        Doc(2**64, key="too-big"),                 # out of range
+        Doc(5, key="nul\x00key"),                  # NUL in key
+        Doc(6, key="nulmeta", meta={"x": "a\x00"}),  # NUL in meta
+        "",                                        # no features
+        Doc(0x0F0F_0F0F_0F0F_0F0F, key="c"),
+        7.5,                                       # not a document
+    ]
+    batches: list[list[AddResult]] = []
+    total = store.add_many(docs, batch_size=4, progress=batches.append)
+    assert [len(b) for b in batches] == [4, 4]
+    flat = [r for b in batches for r in b]
+    assert [r.status for r in flat] == ["inserted", "duplicate", "error", "error", "error",
+                                        "error", "inserted", "error"]
+    assert flat[1].duplicate_key == "a" and flat[1].distance == 1
+    assert "out of range" in (flat[2].error or "")
+    assert "NUL" in (flat[3].error or "") and "NUL" in (flat[4].error or "")
+    assert (total.read, total.inserted, total.duplicates, total.errors, total.existing_keys) == (
+        8, 2, 1, 5, 0)
+    assert store.get("a").meta == {"n": 1}  # type: ignore[union-attr]
+    # a rerun skips the keys already stored and stores nothing new
+    again = store.add_many(docs[:2] + docs[6:7], batch_size=10)
+    assert (again.existing_keys, again.inserted, again.duplicates) == (2, 0, 1)
+    assert store.count() == 2
+
+
+def test_add_many_texts_in_parallel(store: SimhashStore) -> None:
+    rnd = random.Random(1)
+    words = [f"w{i}" for i in range(500)]
+    texts = [" ".join(rnd.choice(words) for _ in range(60)) for _ in range(40)]
+    total = store.add_many([Doc(t, key=str(i)) for i, t in enumerate(texts)] + texts[:5],
+                           workers=2)
+    assert total.read == 45 and total.inserted + total.duplicates == 45
+    assert total.duplicates >= 5
+
+
+def test_bulk_load_fills_an_empty_store_and_rebuilds_indexes(store: SimhashStore) -> None:
+    conn = store.connection
+    before = conn.execute(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'simhash_documents'"
+        " ORDER BY 1"
+    ).fetchall()
+    rnd = random.Random(5)
+    fps = [rnd.getrandbits(64) for _ in range(5000)]
+    assert store.bulk_load(fps, batch_size=1500) == 5000
+    after = conn.execute(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'simhash_documents'"
+        " ORDER BY 1"
+    ).fetchall()
+    assert after == before
+    assert store.count() == 5000
+    assert [m.id for m in store.near(fps[1234], k=0)] == [1235]
+    assert store.add(12345).id == 5001  # the identity continues after the loaded ids
+    with pytest.raises(ValueError, match="empty"):
+        store.bulk_load([1, 2])
+    assert store.count() == 5001
+    reset(store)
+    assert store.bulk_load([Doc(1, key="x", meta={"a": 1}), Doc(2, key="y")]) == 2
+    assert store.get("x").meta == {"a": 1}  # type: ignore[union-attr]
+
+
+# -- bad input ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda s: s.add(-1), ValueError, "out of range"),
+        (lambda s: s.add(2**64), ValueError, "out of range"),
+        (lambda s: s.add(True), TypeError, "str"),
+        (lambda s: s.add(1.5), TypeError, "str"),
+        (lambda s: s.add(1, key="a\x00b"), ValueError, "key contains a NUL"),
+        (lambda s: s.add(1, meta={"a": ["x\x00"]}), ValueError, "meta contains a NUL"),
+        (lambda s: s.add(1, meta={"a\x00": 1}), ValueError, "meta contains a NUL"),
+        (lambda s: s.add(1, meta={"a": float("nan")}), ValueError, "JSON"),
+        (lambda s: s.add(1, k=65), ValueError, "k must be between 0 and 64"),
+        (lambda s: s.add(1, k=-1), ValueError, "k must be between 0 and 64"),
+        (lambda s: s.near(1, k=65), ValueError, "k must be between 0 and 64"),
+        (lambda s: s.near(2**64), ValueError, "out of range"),
+        (lambda s: s.near(1, limit=0), ValueError, "limit"),
+        (lambda s: s.near_many([1, -5]), ValueError, "out of range"),
+        (lambda s: s.add_many([1], k=99), ValueError, "k must be between"),
+        (lambda s: s.get("a\x00"), ValueError, "NUL"),
+        (lambda s: s.remove(1.0), TypeError, "id"),
+        (lambda s: s.add(1, on_duplicate="drop"), ValueError, "on_duplicate"),
+    ],
+)
+def test_bad_input_is_a_clear_error_and_changes_nothing(
+    store: SimhashStore, call: Any, exc: type[Exception], match: str
+) -> None:
+    store.add_many([Doc(10, key="x"), Doc(2**63 + 5, key="y", meta={"m": 1})], dedup=False)
+    before = snapshot(store)
+    with pytest.raises(exc, match=match):
+        call(store)
+    assert snapshot(store) == before
+
+
+def test_unreachable_dsn_names_the_host(tmp_path: Path) -> None:
+    with pytest.raises(StoreConnectionError, match="127.0.0.1:1/nodb"):
+        SimhashStore("postgresql://nobody@127.0.0.1:1/nodb", connect_timeout=2)
+    with pytest.raises(StoreConnectionError, match=str(tmp_path)):
+        SimhashStore(f"host={tmp_path} dbname=x user=y", connect_timeout=2)
+
+
+def test_another_scheme_is_refused_naming_both(pg_dsn: str) -> None:
+    with SimhashStore(pg_dsn, scheme="chars:n=4") as s:
+        s.add(42, key="x")
+        before = snapshot(s)
+    with pytest.raises(SchemeMismatchError) as err:
+        SimhashStore(pg_dsn, scheme="words")
+    assert '"name":"chars"' in str(err.value) and '"name":"words"' in str(err.value)
+    with SimhashStore(pg_dsn) as s:  # no scheme: the stored one
+        assert s.scheme.name == "chars" and s.scheme.to_dict()["n"] == 4
+        assert snapshot(s) == before
+
+
+def test_engine_argument_and_dsn_property(pg_dsn: str) -> None:
+    from sqlalchemy import create_engine
+
+    from simhash_pg.migrate import sqlalchemy_url
+
+    engine = create_engine(sqlalchemy_url(pg_dsn))
+    with SimhashStore(engine=engine) as s:
+        s.add(77, key="e")
+        with psycopg.connect(s.dsn) as other:
+            assert other.execute("SELECT key FROM simhash_documents").fetchall() == [("e",)]
+    engine.dispose()
+
+
+def test_outdated_schema_without_migrate_asks_for_db_upgrade(pg: psycopg.Connection,
+                                                             pg_dsn: str) -> None:
+    from simhash_pg import migrate
+
+    migrate.downgrade(pg_dsn, "base")
+    with pytest.raises(SchemaVersionError, match="simhash-pg db upgrade"):
+        SimhashStore(pg_dsn, migrate=False)
+    with SimhashStore(pg_dsn) as s:  # migrate=True creates it
+        assert s.count() == 0
+
+
+def test_sql_add_function_matches_the_store(store: SimhashStore) -> None:
+    conn = store.connection
+    row = conn.execute("SELECT inserted FROM simhash_add(%s)", [to_signed(5)]).fetchone()
+    assert row == (True,)
+    row = conn.execute("SELECT id, inserted, distance FROM simhash_add(%s)", [4]).fetchone()
+    assert row == (1, False, 1)
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="on_duplicate"):
+        conn.execute("SELECT * FROM simhash_add(1, NULL, NULL, 3, 'nope')")
+
+
+@pytest.mark.skipif(os.environ.get("SIMHASH_PG_TEST_DSN") is not None,
+                    reason="uses the embedded binaries")
+def test_default_store_starts_and_reuses_the_embedded_server(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    from simhash_pg.server import LocalServer
+
+    home = Path(tempfile.mkdtemp(prefix="shpg-home-"))
+    home.chmod(0o755)
+    monkeypatch.setenv("SIMHASH_PG_HOME", str(home))
+    monkeypatch.delenv("SIMHASH_PG_DSN", raising=False)
+    try:
+        with SimhashStore() as s:
+            s.add(1, key="one")
+            dsn = s.dsn
+        assert "host=" in dsn
+        with SimhashStore() as s:  # reused, data kept
+            assert s.dsn == dsn and s.get("one") is not None
+    finally:
+        LocalServer(home).destroy()
