@@ -21,6 +21,8 @@ _COMMANDS: dict[str, str] = {
     "add": "simhash_pg.commands.store_cmds:add",
     "near": "simhash_pg.commands.store_cmds:near",
     "stats": "simhash_pg.commands.store_cmds:stats",
+    "db": "simhash_pg.commands.db:command",
+    "server": "simhash_pg.commands.server:command",
 }
 
 

