@@ -1,0 +1,235 @@
+"""The command line, driven through its installed entry point against a real database."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+EXE = shutil.which("simhash-pg", path=str(Path(sys.executable).parent)) or "simhash-pg"
+
+WORDS = ("river stone market winter signal harbor copper garden lantern meadow orbit "
+         "pepper quarry ribbon saddle timber velvet walnut yonder zephyr anchor basket "
+         "candle dragon ember falcon glacier hollow island jungle kettle ladder mirror "
+         "nectar oyster pillow quiver raven silver thunder umbrella violet willow").split()
+
+
+def doc(seed: int, n: int = 120) -> str:
+    rng = random.Random(seed)
+    return " ".join(rng.choice(WORDS) + str(rng.randrange(50)) for _ in range(n))
+
+
+def variant(text: str) -> str:
+    """A formatting-only copy: case and white space change, the words do not."""
+    return "  " + text.upper().replace(" ", "   ", 5) + "\n"
+
+
+def run(*args: str, dsn: str | None = None, input: str | None = None,
+        check: int | None = 0) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if dsn is not None:
+        env["SIMHASH_PG_DSN"] = dsn
+    proc = subprocess.run([EXE, *args], input=input, capture_output=True, text=True, env=env,
+                          timeout=180)
+    if check is not None:
+        assert proc.returncode == check, (proc.returncode, proc.stdout, proc.stderr)
+    return proc
+
+
+def rows(dsn: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(
+            "SELECT key, fingerprint, duplicate_of FROM simhash_documents ORDER BY id").fetchall()
+
+
+def summary_numbers(stdout: str) -> dict[str, int]:
+    """'read 5, unique 3 (3 new), duplicates 2, errors 0; ...' -> numbers by name."""
+    head = stdout.strip().splitlines()[-1].split(";")[0]
+    nums = {name: int(v.replace(",", ""))
+            for name, v in re.findall(r"(read|unique|duplicates|errors) ([\d,]+)", head)}
+    new = re.search(r"([\d,]+) new", head)
+    assert new is not None and len(nums) == 4, stdout
+    nums["new"] = int(new.group(1).replace(",", ""))
+    return nums
+
+
+@pytest.fixture
+def dsn(pg_dsn: str) -> str:
+    return pg_dsn
+
+
+@pytest.fixture
+def corpus() -> list[dict[str, str]]:
+    """Six originals, two formatting-only copies of earlier ones."""
+    docs = [{"id": f"d{i}", "text": doc(i)} for i in range(6)]
+    docs.insert(3, {"id": "copy-of-d1", "text": variant(docs[1]["text"])})
+    docs.append({"id": "copy-of-d4", "text": variant(docs[5]["text"])})
+    return docs
+
+
+def _check_result(dsn: str, stdout: str, n_unique: int = 6, n_dup: int = 2) -> None:
+    nums = summary_numbers(stdout)
+    assert nums["read"] == n_unique + n_dup, stdout
+    assert nums["unique"] == n_unique and nums["duplicates"] == n_dup, stdout
+    assert len(rows(dsn)) == n_unique
+
+
+def test_dedup_jsonl_with_out_and_report(dsn: str, corpus: list[dict[str, str]],
+                                         tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(d) + "\n" for d in corpus), encoding="utf-8")
+    out, report = tmp_path / "unique.jsonl", tmp_path / "dups.csv"
+    proc = run("dedup", str(src), "--out", str(out), "--report", str(report), dsn=dsn)
+    _check_result(dsn, proc.stdout)
+    unique = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert [u["id"] for u in unique] == [f"d{i}" for i in range(6)]
+    import csv
+
+    rep = list(csv.DictReader(report.open(encoding="utf-8")))
+    assert [(r["key"], r["duplicate_key"], r["distance"]) for r in rep] == [
+        ("copy-of-d1", "d1", "0"), ("copy-of-d4", "d4", "0")]
+    stored = {key: dup for key, _, dup in rows(dsn)}
+    assert set(stored) == {f"d{i}" for i in range(6)}
+
+
+def test_dedup_rerun_is_idempotent(dsn: str, corpus: list[dict[str, str]],
+                                   tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(d) + "\n" for d in corpus), encoding="utf-8")
+    run("dedup", str(src), dsn=dsn)
+    before = rows(dsn)
+    proc = run("dedup", str(src), dsn=dsn)
+    nums = summary_numbers(proc.stdout)
+    assert nums["new"] == 0 and nums["unique"] == 6 and nums["duplicates"] == 2
+    assert rows(dsn) == before
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv", "txt", "dir", "stdin"])
+def test_dedup_every_format(fmt: str, dsn: str, corpus: list[dict[str, str]],
+                            tmp_path: Path) -> None:
+    stdin = None
+    if fmt in ("csv", "tsv"):
+        import csv
+
+        path = tmp_path / f"in.{fmt}"
+        with path.open("w", encoding="utf-8", newline="") as fh:
+            w = csv.DictWriter(fh, ["id", "text"], delimiter="," if fmt == "csv" else "\t")
+            w.writeheader()
+            w.writerows(corpus)
+        arg = str(path)
+    elif fmt == "txt":
+        path = tmp_path / "in.txt"
+        path.write_text("".join(d["text"].strip() + "\n" for d in corpus), encoding="utf-8")
+        arg = str(path)
+    elif fmt == "dir":
+        for i, d in enumerate(corpus):
+            sub = tmp_path / "docs" / ("a" if i % 2 else "b")
+            sub.mkdir(parents=True, exist_ok=True)
+            name = f"{i:02d}.html" if i == 3 else f"{i:02d}.txt"
+            body = f"<p>{d['text']}</p>" if name.endswith(".html") else d["text"]
+            (sub / name).write_text(body, encoding="utf-8")
+        arg = str(tmp_path / "docs")
+    else:
+        stdin = "".join(json.dumps(d) + "\n" for d in corpus)
+        arg = "-"
+    proc = run("dedup", arg, dsn=dsn, input=stdin)
+    _check_result(dsn, proc.stdout)
+
+
+def test_dedup_malformed_input_is_skipped_and_reported(dsn: str, corpus: list[dict[str, str]],
+                                                       tmp_path: Path) -> None:
+    src = tmp_path / "bad.jsonl"
+    lines = [json.dumps(d) for d in corpus]
+    lines.insert(2, "{not json")
+    src.write_bytes(("\n".join(lines) + "\n").encode() + b'{"id": "x", "text": "\xff"}\n')
+    proc = run("dedup", str(src), dsn=dsn, check=1)
+    assert f"{src}:3: malformed JSON" in proc.stderr
+    assert f"{src}:{len(lines) + 1}: not valid UTF-8" in proc.stderr
+    nums = summary_numbers(proc.stdout)
+    assert nums["errors"] == 2 and nums["unique"] == 6 and nums["duplicates"] == 2
+    assert len(rows(dsn)) == 6
+
+    # --strict stops at the first bad record; batches committed before it stay.
+    proc = run("dedup", str(src), "--strict", "--batch-size", "1", dsn=dsn, check=3)
+    assert "--strict" in proc.stderr and f"{src}:3" in proc.stderr
+    assert len(rows(dsn)) == 6
+
+
+def test_dedup_usage_errors(dsn: str, tmp_path: Path) -> None:
+    proc = run("dedup", str(tmp_path / "missing.jsonl"), dsn=dsn, check=2)
+    assert "no such file" in proc.stderr
+    proc = run("dedup", "-", "--k", "99", dsn=dsn, check=2)
+    assert "99" in proc.stderr
+    proc = run("dedup", "-", "--dsn", "postgresql://nobody@127.0.0.1:1/none", input="x\n",
+               check=2)
+    assert "127.0.0.1" in proc.stderr or "connect" in proc.stderr.lower()
+
+
+def test_dedup_interrupted_then_resumed(dsn: str, tmp_path: Path) -> None:
+    n = 6000
+    src = tmp_path / "big.jsonl"
+    with src.open("w", encoding="utf-8") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"id": f"k{i}", "text": doc(1000 + i, 60)}) + "\n")
+    env = dict(os.environ, SIMHASH_PG_DSN=dsn)
+    proc = subprocess.Popen([EXE, "dedup", str(src), "--batch-size", "100", "--workers", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 120
+    while len(rows(dsn)) < 300:  # wait until a few batches are committed
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted" in err and "committed through" in err
+    partial = rows(dsn)
+    assert 300 <= len(partial) < n
+    keys = [k for k, _, _ in partial]
+    assert len(keys) == len(set(keys))
+    # committed batches are whole: the stored keys are a prefix of the input
+    # (less the few random documents that happen to be near-duplicates)
+    idx = [int(k[1:]) for k in keys]
+    assert idx == sorted(idx) and (max(idx) + 1) % 100 == 0
+    assert max(idx) + 1 - len(idx) <= len(idx) // 50
+
+    proc2 = run("dedup", str(src), dsn=dsn)
+    nums = summary_numbers(proc2.stdout)
+    assert nums["read"] == n and nums["new"] == n - len(partial) - nums["duplicates"]
+    final = [k for k, _, _ in rows(dsn)]
+    assert len(final) == len(set(final)) == nums["unique"]
+
+
+def test_add_near_stats(dsn: str) -> None:
+    text = doc(7)
+    first = json.loads(run("add", text, "--key", "u1", "--json", dsn=dsn).stdout)
+    assert first["inserted"] is True
+    again = json.loads(run("add", variant(text), "--key", "u2", "--json", dsn=dsn).stdout)
+    assert again["inserted"] is False and again["duplicate_of"] == first["id"]
+    proc = run("near", variant(text), "--json", dsn=dsn)
+    matches = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert [(m["key"], m["distance"]) for m in matches] == [("u1", 0)]
+    assert "no stored document" in run("near", doc(8), dsn=dsn).stdout
+    stats = json.loads(run("stats", "--json", dsn=dsn).stdout)
+    assert stats["rows"] == 1
+    run("near", "--fingerprint", str(2**64), dsn=dsn, check=2)
+
+
+def test_demo(dsn: str) -> None:
+    proc = run("demo", "--dsn", dsn, "--groups", "2")
+    assert "584 sample documents" in proc.stdout
+    assert "near-duplicate:" in proc.stdout and "psql" in proc.stdout
+    nums = summary_numbers(proc.stdout.split("\n")[1])
+    assert nums["duplicates"] > 50 and nums["errors"] == 0
+    assert len(rows(dsn)) == nums["unique"]
