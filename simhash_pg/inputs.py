@@ -90,15 +90,15 @@ def read_inputs(
 
 def _open(path: str) -> IO[bytes]:
     if path.endswith(".gz"):
-        return gzip.open(path, "rb")
+        return gzip.open(path, "rb")  # type: ignore[return-value]
     return open(path, "rb")
 
 
 def _read_stdin(stream: IO[bytes], fmt: str | None, text_field: str,
                 key_field: str | None) -> Iterator[Record | BadRecord]:
-    buffered = io.BufferedReader(stream) if not hasattr(stream, "peek") else stream
+    buffered: Any = stream if hasattr(stream, "peek") else io.BufferedReader(stream)  # type: ignore[type-var,unused-ignore]
     if fmt is None:
-        head = buffered.peek(64).lstrip()  # type: ignore[attr-defined]
+        head = buffered.peek(64).lstrip()
         fmt = "jsonl" if head.startswith(b"{") else "lines"
     yield from _read_stream("stdin", buffered, detect_format("-", fmt), text_field, key_field)
 
