@@ -1,0 +1,94 @@
+"""Short-text verification: known pairs, properties, thresholds."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simhash_pg import verify as V
+
+text = st.text(alphabet="abcdefghij一二三四五 ,.", max_size=60)
+
+
+def test_verification_text_keeps_letters_digits_marks_only() -> None:
+    assert V.verification_text("Ｈｅｌｌｏ，  World! 2024") == "helloworld2024"
+    assert V.verification_text("北京：今天 晴。") == "北京今天晴"
+    # Traditional folds to simplified, so a script conversion is the same text.
+    assert V.verification_text("漢語") == V.verification_text("汉语")
+    # Combining marks stay (Devanagari vowel signs), underscores go.
+    assert V.verification_text("नमस्ते_x") == "नमस्तेx"
+    assert V.verification_text("<b>a</b>", html=True) == "a"
+
+
+def test_known_pairs() -> None:
+    a = V.verification_text("Stocks rally as oil prices fall")
+    # Punctuation, case and spacing: identical after normalisation.
+    assert V.verify(a, V.verification_text("STOCKS rally, as oil-prices fall!")) == 1.0
+    # One word changed in a title: still a near-duplicate.
+    one_word = V.verification_text("Stocks rally as oil prices drop")
+    assert V.verify(a, one_word) == pytest.approx(21 / 27)  # 21 shared of 27 bigrams
+    assert V.is_near_duplicate(a, one_word)
+    # Bigram Jaccard by hand: "abcd" vs "abce": {ab,bc,cd} vs {ab,bc,ce} -> 2/4.
+    assert V.similarity("abcd", "abce") == pytest.approx(0.5)
+    # Trigram Jaccard when both sides are long.
+    long_a, long_b = "x" * 60 + "abcd", "x" * 60 + "abce"
+    assert V.ngram_for(long_a, long_b) == 3
+    sa, sb = V.shingles(long_a, 3), V.shingles(long_b, 3)
+    assert V.similarity(long_a, long_b) == pytest.approx(len(sa & sb) / len(sa | sb))
+    # Unrelated titles.
+    assert not V.is_near_duplicate(a, V.verification_text("Election results in Ohio"))
+
+
+def test_site_suffix_crosses_the_threshold() -> None:
+    a = V.verification_text("Stocks rally as oil falls")
+    b = V.verification_text("Stocks rally as oil falls - BBC News")
+    assert V.verify(a, b) == pytest.approx(0.72)
+    assert V.is_near_duplicate(a, b)
+    assert not V.is_near_duplicate(a, b, threshold=0.73)
+
+
+def test_short_and_thresholds() -> None:
+    short, long_ = "a" * (V.SHORT_TEXT_CHARS - 1), "b" * V.SHORT_TEXT_CHARS
+    assert V.is_short(short) and not V.is_short(long_)
+    assert V.threshold_for(short, long_) == V.SHORT_THRESHOLD
+    assert V.threshold_for(long_, long_) == V.LONG_THRESHOLD
+    assert V.ngram_for(long_, short) == V.SHORT_NGRAM
+    assert V.SHORT_K >= 3 and V.LONG_K >= 3
+    assert V.KEEP_TEXT_CHARS >= V.SHORT_TEXT_CHARS
+
+
+def test_empty_and_tiny_texts() -> None:
+    assert V.similarity("", "") == 1.0
+    assert V.similarity("", "abc") == 0.0
+    assert V.shingles("a", 2) == frozenset({"a"})
+    assert V.shingles("", 2) == frozenset()
+    with pytest.raises(ValueError):
+        V.shingles("abc", 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text, text)
+def test_symmetric_and_bounded(a: str, b: str) -> None:
+    na, nb = V.verification_text(a), V.verification_text(b)
+    s = V.verify(na, nb)
+    assert 0.0 <= s <= 1.0
+    assert s == V.verify(nb, na)
+    assert V.is_near_duplicate(na, nb) == V.is_near_duplicate(nb, na)
+
+
+@settings(max_examples=100, deadline=None)
+@given(text)
+def test_identity_is_one(a: str) -> None:
+    na = V.verification_text(a)
+    assert V.verify(na, na) == 1.0
+    assert V.is_near_duplicate(na, na)
+
+
+@settings(max_examples=100, deadline=None)
+@given(text, text, st.floats(0.0, 1.0))
+def test_threshold_is_monotone(a: str, b: str, t: float) -> None:
+    na, nb = V.verification_text(a), V.verification_text(b)
+    s = V.verify(na, nb)
+    assert V.is_near_duplicate(na, nb, threshold=t) == (s >= t)
+    assert V.is_near_duplicate(na, nb, threshold=0.0)
