@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from simhash_pg.normalize import strip_html
+
 FORMATS = ("jsonl", "csv", "tsv", "lines")
 DOC_SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm")
 # Fields tried for the key when --key-field is not given.
@@ -212,16 +214,5 @@ def _read_dir(root: str) -> Iterator[Record | BadRecord]:
                 yield text
                 continue
             if fn.lower().endswith((".html", ".htm")):
-                text = html_to_text(text)
+                text = strip_html(text)
             yield Record(text=text, key=path, where=where)
-
-
-def html_to_text(html: str) -> str:
-    """Visible text of an HTML page: scripts and styles dropped, entities decoded."""
-    from selectolax.lexbor import LexborHTMLParser
-
-    tree = LexborHTMLParser(html)
-    for node in tree.css("script, style, noscript, template"):
-        node.decompose()
-    root = tree.body or tree.root
-    return root.text(separator=" ") if root is not None else ""
