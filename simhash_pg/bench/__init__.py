@@ -13,6 +13,7 @@ from simhash_pg.cli import LazyGroup
 _BENCHES = {
     "fingerprint": "simhash_pg.bench.fingerprint:command",
     "store": "simhash_pg.bench.store:command",
+    "hnsw": "simhash_pg.bench.hnsw:command",
 }
 
 
