@@ -135,4 +135,4 @@ def command(dsn: str | None, k: int, scheme: str | None, groups: int) -> None:
     click.echo("\nThe store is a PostgreSQL database; query it with SQL:")
     click.echo(f"  psql {json.dumps(db)} -c 'SELECT * FROM simhash_pairs(3) LIMIT 10'")
     if not dsn:
-        click.echo(f"  (later: psql \"$(simhash-pg server url --db {DEMO_DB})\")")
+        click.echo(f"  (later: psql \"$(simhash-pg server url --dbname {DEMO_DB})\")")
