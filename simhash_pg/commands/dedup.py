@@ -100,6 +100,7 @@ def run_dedup(
     keep_pairs: bool = False,
     on_progress: Any = None,
     on_bad: Any = None,
+    link: bool = False,
 ) -> Summary:
     """Feed ``records`` through ``store.add_many`` and account for every one."""
     from simhash_pg.store import Doc
@@ -159,7 +160,7 @@ def run_dedup(
     start = time.perf_counter()
     try:
         store.add_many(docs(), dedup=True, batch_size=batch_size, workers=workers,
-                       progress=on_batch)
+                       progress=on_batch, on_duplicate="link" if link else "skip")
     except KeyboardInterrupt:
         summary.stopped = "interrupted"
     except StrictStop as exc:
@@ -188,12 +189,15 @@ def run_dedup(
               help="Fingerprinting processes (default: all cores).")
 @click.option("--batch-size", type=click.IntRange(1, 1_000_000), default=2000,
               show_default=True, help="Documents per committed batch.")
+@click.option("--link", is_flag=True,
+              help="Store near-duplicates too, with duplicate_of set (default: report them "
+                   "and store only the first).")
 @click.option("--strict", is_flag=True, help="Stop at the first bad record instead of skipping.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary.")
 def command(inputs: tuple[str, ...], dsn: str | None, scheme: str | None, k: int | None,
             fmt: str | None, text_field: str, key_field: str | None, out_path: str | None,
-            report_path: str | None, workers: int | None, batch_size: int, strict: bool,
-            quiet: bool) -> None:
+            report_path: str | None, workers: int | None, batch_size: int, link: bool,
+            strict: bool, quiet: bool) -> None:
     """Deduplicate INPUTS (files, directories, or - for stdin) into the store.
 
     Each document is added with dedup on: a near-duplicate of a stored document,
@@ -223,7 +227,7 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: str | None, k: int
         progress = stack.enter_context(_progress(enabled=not quiet and sys.stderr.isatty()))
         try:
             summary = run_dedup(store, records, out=out, report=report, strict=strict,
-                                batch_size=batch_size, workers=workers,
+                                batch_size=batch_size, workers=workers, link=link,
                                 on_progress=progress, on_bad=on_bad)
         except InputError as exc:
             fail(str(exc))

@@ -119,7 +119,9 @@ def command(dsn: str | None, k: int, scheme: str | None, groups: int) -> None:
     except Exception as exc:
         fail(f"cannot open the demo database: {exc}")
     with store:
-        summary = run_dedup(store, _records(rows), keep_pairs=True, batch_size=500)
+        # link: near-duplicates are stored with duplicate_of set, so the
+        # groups are there to query in SQL afterwards.
+        summary = run_dedup(store, _records(rows), keep_pairs=True, batch_size=500, link=True)
         db = store.dsn
     langs = Counter(str(r["lang"]) for r in rows)
     click.echo(f"simhash-pg demo: {len(rows)} sample documents "
@@ -133,6 +135,8 @@ def command(dsn: str | None, k: int, scheme: str | None, groups: int) -> None:
     if groups:
         _show_pairs(summary, groups)
     click.echo("\nThe store is a PostgreSQL database; query it with SQL:")
-    click.echo(f"  psql {json.dumps(db)} -c 'SELECT * FROM simhash_pairs(3) LIMIT 10'")
+    click.echo(f"  psql {json.dumps(db)} -c 'SELECT * FROM simhash_pairs({k}) LIMIT 10'")
+    click.echo(f"  psql {json.dumps(db)} -c 'SELECT duplicate_of, count(*) FROM "
+               "simhash_documents WHERE duplicate_of IS NOT NULL GROUP BY 1 ORDER BY 2 DESC'")
     if not dsn:
         click.echo(f"  (later: psql \"$(simhash-pg server url --dbname {DEMO_DB})\")")
