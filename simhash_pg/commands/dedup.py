@@ -165,6 +165,12 @@ def run_dedup(
         summary.stopped = "interrupted"
     except StrictStop as exc:
         summary.stopped = f"--strict: {exc}"
+    except Exception as exc:
+        # A lost connection or server error: what was committed stays, and
+        # the caller reports where the run stopped instead of a traceback.
+        if not type(exc).__module__.startswith("psycopg"):
+            raise
+        summary.stopped = f"database error: {str(exc).strip().splitlines()[0]}"
     finally:
         summary.seconds = time.perf_counter() - start
         # Records read but not committed are counted as not read: the rerun reads them.
