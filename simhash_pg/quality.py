@@ -367,37 +367,32 @@ def store_distances(
 
     ``store`` is an open, empty :class:`simhash_pg.store.SimhashStore`. All
     texts go in with ``add_many(dedup=False)`` keyed by their eval id; each
-    distinct ``a`` is queried with ``near_many(k=k)``.
+    distinct ``a`` is queried by its text with ``near_many(k=k)``.
     """
+    from simhash_pg.store import Doc
+
     texts: dict[str, str] = {}
     for ps in sets:
         texts.update(ps.texts)
     ids = sorted(texts)
-    progress(f"store: adding {len(ids)} documents")
-    store.add_many(({"key": i, "text": texts[i]} for i in ids), dedup=False, batch_size=batch_size)
-    key_of = _store_keys(store)
+    progress(f"store: add_many of {len(ids)} documents")
+    store.add_many((Doc(texts[i], key=i) for i in ids), dedup=False, batch_size=batch_size)
     out: list[npt.NDArray[np.int64]] = []
     for ps in sets:
         queries = sorted(set(ps.a))
         progress(f"store: near_many for {len(queries)} {ps.name} queries at k={k}")
         results = store.near_many([texts[q] for q in queries], k=k)
-        found: dict[str, dict[str, int]] = {}
-        for q, matches in zip(queries, results, strict=True):
-            found[q] = {key_of(m): int(m.distance) for m in matches}
+        found = {
+            q: {str(m.key): int(m.distance) for m in matches}
+            for q, matches in zip(queries, results, strict=True)
+        }
         out.append(
             np.array(
-                [found[a].get(b, NO_MATCH) for a, b in zip(ps.a, ps.b, strict=True)], dtype=np.int64
+                [found[a].get(b, NO_MATCH) for a, b in zip(ps.a, ps.b, strict=True)],
+                dtype=np.int64,
             )
         )
     return out
-
-
-def _store_keys(store: Any) -> Callable[[Any], str]:
-    # A Match carries the key it was stored under.
-    def key(m: Any) -> str:
-        return str(m.key)
-
-    return key
 
 
 # --------------------------------------------------------------------------

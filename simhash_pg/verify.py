@@ -60,10 +60,12 @@ SHORT_TEXT_CHARS = 50
 SHORT_K = 11
 SHORT_NGRAM = 2
 SHORT_THRESHOLD = 0.72
-# Long texts, when verification guards them: the smallest k whose verified
-# precision and recall on texts of 200+ characters are both >= 0.97 / 0.95 with
-# margin on two draws of the eval set (P 0.990, R 0.963-0.964).
-LONG_K = 12
+# Long texts, when verification guards them. k = 11 is the largest k that
+# still needs only 2-bit probes per block (k = 12 needs 3-bit probes: about 4x
+# slower per query, measured). With the sentence signature OR-ed in (and
+# verified too), texts of 200+ characters reach P 0.989, R 0.957 on two draws
+# of the eval set (docs/quality.md); without it R is 0.949-0.950.
+LONG_K = 11
 LONG_NGRAM = 3
 LONG_THRESHOLD = 0.78
 # With verification only for short texts, a store needs the verification text

@@ -156,8 +156,9 @@ def build_report(
                 for dim, groups in Q.breakdown(det, ps).items()
             }
             entry["long_ge_200"][name] = Q.counts(det[ps.long], ps.duplicate[ps.long]).to_dict()
-        main = Q.Rule(k=ks[0])
-        for r in (main, Q.Rule(long_verify=True)):
+        for r in (*(Q.Rule(k=k) for k in ks), Q.Rule(long_verify=True, sentences=True)):
+            if r.label() not in systems:
+                continue
             entry["misses"][r.label()] = Q.misses(systems[r.label()], ps)
         # k sweeps on fingerprint distances: plain, and with verification.
         sweeps: dict[str, Any] = {}
@@ -298,7 +299,8 @@ def _render_breakdown(
 
     from simhash_pg.quality import Rule
 
-    main = [Rule(k=report["ks"][0]).label(), Rule(long_verify=True).label()]
+    main = [Rule(k=k).label() for k in report["ks"]]
+    main.append(Rule(long_verify=True, sentences=set_name == "documents").label())
     shown = [n for n in entry["systems"] if n in main or not n.startswith("simhash-pg")]
     for dim in ("lang", "kind", "edit", "band"):
         groups = entry["systems"][shown[0]][dim]
