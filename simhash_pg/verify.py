@@ -27,6 +27,7 @@ import re
 import sys
 import unicodedata
 from functools import lru_cache
+from typing import Literal
 
 from simhash_pg.normalize import normalize
 
@@ -39,10 +40,15 @@ __all__ = [
     "SHORT_NGRAM",
     "SHORT_TEXT_CHARS",
     "SHORT_THRESHOLD",
+    "VERIFY_MODES",
+    "VerifyMode",
+    "accept",
     "alnum_only",
     "is_near_duplicate",
     "is_short",
+    "keep_text",
     "ngram_for",
+    "query_k",
     "shingles",
     "similarity",
     "threshold_for",
@@ -156,3 +162,76 @@ def is_near_duplicate(
     """Whether a candidate passes verification (threshold from :func:`threshold_for`)."""
     t = threshold_for(query_norm, candidate_norm) if threshold is None else threshold
     return verify(query_norm, candidate_norm) >= t
+
+
+# --------------------------------------------------------------------------
+# the store's policy, in one place
+
+VerifyMode = Literal["off", "short", "all"]
+VERIFY_MODES: tuple[VerifyMode, ...] = ("off", "short", "all")
+
+
+def _mode(mode: str) -> VerifyMode:
+    if mode not in VERIFY_MODES:
+        raise ValueError(f"verify mode must be one of {', '.join(VERIFY_MODES)}, got {mode!r}")
+    return mode
+
+
+def keep_text(norm: str, mode: VerifyMode = "short") -> bool:
+    """Whether a store in ``mode`` keeps this document's verification text."""
+    m = _mode(mode)
+    return m == "all" or (m == "short" and len(norm) < KEEP_TEXT_CHARS)
+
+
+def query_k(query_norm: str, k: int, mode: VerifyMode = "short") -> int:
+    """The Hamming radius to ask the index for, so that :func:`accept` sees every candidate.
+
+    A query below :data:`KEEP_TEXT_CHARS` may pair with a short text, so it
+    looks as far as :data:`SHORT_K`; under ``"all"`` every query looks as far
+    as :data:`LONG_K` too. Never less than ``k``.
+    """
+    m = _mode(mode)
+    if m == "off":
+        return k
+    wide = max(k, SHORT_K) if len(query_norm) < KEEP_TEXT_CHARS else k
+    return max(wide, LONG_K) if m == "all" else wide
+
+
+def accept(
+    query_norm: str,
+    candidate_norm: str | None,
+    distance: int,
+    k: int,
+    mode: VerifyMode = "short",
+    *,
+    signature_match: bool = False,
+) -> bool:
+    """Whether a candidate the index returned is a near-duplicate of the query.
+
+    - ``"off"``: ``distance <= k``, as a plain SimHash store.
+    - a pair with a short side (under :data:`SHORT_TEXT_CHARS`):
+      ``distance <= max(k, SHORT_K)`` and similarity >= :data:`SHORT_THRESHOLD`;
+    - two long texts under ``"short"``: ``distance <= k``;
+    - two long texts under ``"all"``: (``distance <= max(k, LONG_K)`` or the
+      sentence signatures match) and similarity >= :data:`LONG_THRESHOLD`.
+
+    ``candidate_norm`` None means the store kept no text for the candidate
+    (under ``"short"``: it is at least :data:`KEEP_TEXT_CHARS` long). A short
+    query cannot reach the threshold against it, and two long texts fall back
+    to ``distance <= k``. The signature only counts under ``"all"``: unverified,
+    it cost more precision than it gained recall (docs/quality.md).
+    """
+    m = _mode(mode)
+    if m == "off":
+        return distance <= k
+    if candidate_norm is None:
+        return not is_short(query_norm) and distance <= k
+    if is_short(query_norm) or is_short(candidate_norm):
+        return distance <= max(k, SHORT_K) and (
+            similarity(query_norm, candidate_norm) >= SHORT_THRESHOLD
+        )
+    if m == "all":
+        return (distance <= max(k, LONG_K) or signature_match) and (
+            similarity(query_norm, candidate_norm) >= LONG_THRESHOLD
+        )
+    return distance <= k

@@ -92,3 +92,54 @@ def test_threshold_is_monotone(a: str, b: str, t: float) -> None:
     s = V.verify(na, nb)
     assert V.is_near_duplicate(na, nb, threshold=t) == (s >= t)
     assert V.is_near_duplicate(na, nb, threshold=0.0)
+
+
+# --------------------------------------------------------------------------
+# the store policy
+
+
+def test_keep_text_and_query_k() -> None:
+    short, mid, long_ = "a" * 10, "b" * (V.KEEP_TEXT_CHARS - 1), "c" * V.KEEP_TEXT_CHARS
+    assert V.keep_text(short) and V.keep_text(mid) and not V.keep_text(long_)
+    assert V.keep_text(long_, "all") and not V.keep_text(short, "off")
+    assert V.query_k(short, 3) == V.SHORT_K and V.query_k(mid, 3) == V.SHORT_K
+    assert V.query_k(long_, 3) == 3 and V.query_k(long_, 3, "all") == V.LONG_K
+    assert V.query_k(short, 3, "off") == 3 and V.query_k(short, 20) == 20
+    with pytest.raises(ValueError):
+        V.query_k(short, 3, "sometimes")  # type: ignore[arg-type]
+
+
+def test_accept_rules() -> None:
+    title = V.verification_text("Stocks rally as oil prices fall")
+    same = V.verification_text("Stocks rally, as oil prices fall!")
+    other = V.verification_text("Election results expected in Ohio")
+    assert V.accept(title, same, V.SHORT_K, 3)  # wide k, verified
+    assert not V.accept(title, same, V.SHORT_K + 1, 3)
+    assert not V.accept(title, other, 0, 3)  # close fingerprints, different text
+    assert V.accept(title, other, 0, 3, "off")
+    assert not V.accept(title, None, 0, 3)  # a short query against an unkept long text
+    long_a = "".join(chr(0x4E00 + i) for i in range(100))  # 98 distinct trigrams
+    long_b = long_a[:-3] + "xyz"
+    assert V.accept(long_a, None, 3, 3) and not V.accept(long_a, None, 4, 3)
+    assert V.accept(long_a, long_b, 3, 3, "short")
+    assert not V.accept(long_a, long_b, V.LONG_K, 3, "short")
+    assert V.accept(long_a, long_b, V.LONG_K, 3, "all")
+    assert not V.accept(long_a, long_b, V.LONG_K + 1, 3, "all")
+    assert V.accept(long_a, long_b, 40, 3, "all", signature_match=True)
+    assert not V.accept(long_a, long_b, 40, 3, "short", signature_match=True)
+    assert not V.accept(long_a, "z" * 100, 0, 3, "all")  # verification vetoes
+
+
+@settings(max_examples=150, deadline=None)
+@given(text, text, st.integers(0, 20), st.booleans(), st.sampled_from(["short", "all"]))
+def test_eval_rule_is_the_store_rule(a: str, b: str, d: int, sig: bool, mode: str) -> None:
+    """quality.decide (vectorised, used by eval) agrees with accept (used by the store)."""
+    import numpy as np
+
+    from simhash_pg import quality as Q
+
+    na, nb = V.verification_text(a * 3), V.verification_text(b * 3)
+    rule = Q.Rule(k=3, long_verify=mode == "all", sentences=mode == "all")
+    short = np.array([V.is_short(na) or V.is_short(nb)])
+    got = Q.decide(rule, np.array([d]), np.array([V.verify(na, nb)]), short, np.array([sig]))
+    assert bool(got[0]) == V.accept(na, nb, d, 3, mode, signature_match=sig)  # type: ignore[arg-type]
