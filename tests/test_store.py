@@ -272,37 +272,35 @@ def test_bulk_load_fills_an_empty_store_and_rebuilds_indexes(store: SimhashStore
 # -- bad input ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "call, exc, match",
-    [
-        (lambda s: s.add(-1), ValueError, "out of range"),
-        (lambda s: s.add(2**64), ValueError, "out of range"),
-        (lambda s: s.add(True), TypeError, "str"),
-        (lambda s: s.add(1.5), TypeError, "str"),
-        (lambda s: s.add(1, key="a\x00b"), ValueError, "key contains a NUL"),
-        (lambda s: s.add(1, meta={"a": ["x\x00"]}), ValueError, "meta contains a NUL"),
-        (lambda s: s.add(1, meta={"a\x00": 1}), ValueError, "meta contains a NUL"),
-        (lambda s: s.add(1, meta={"a": float("nan")}), ValueError, "JSON"),
-        (lambda s: s.add(1, k=65), ValueError, "k must be between 0 and 64"),
-        (lambda s: s.add(1, k=-1), ValueError, "k must be between 0 and 64"),
-        (lambda s: s.near(1, k=65), ValueError, "k must be between 0 and 64"),
-        (lambda s: s.near(2**64), ValueError, "out of range"),
-        (lambda s: s.near(1, limit=0), ValueError, "limit"),
-        (lambda s: s.near_many([1, -5]), ValueError, "out of range"),
-        (lambda s: s.add_many([1], k=99), ValueError, "k must be between"),
-        (lambda s: s.get("a\x00"), ValueError, "NUL"),
-        (lambda s: s.remove(1.0), TypeError, "id"),
-        (lambda s: s.add(1, on_duplicate="drop"), ValueError, "on_duplicate"),
-    ],
-)
-def test_bad_input_is_a_clear_error_and_changes_nothing(
-    store: SimhashStore, call: Any, exc: type[Exception], match: str
-) -> None:
+BAD_CALLS: list[tuple[Any, type[Exception], str]] = [
+    (lambda s: s.add(-1), ValueError, "out of range"),
+    (lambda s: s.add(2**64), ValueError, "out of range"),
+    (lambda s: s.add(True), TypeError, "str"),
+    (lambda s: s.add(1.5), TypeError, "str"),
+    (lambda s: s.add(1, key="a\x00b"), ValueError, "key contains a NUL"),
+    (lambda s: s.add(1, meta={"a": ["x\x00"]}), ValueError, "meta contains a NUL"),
+    (lambda s: s.add(1, meta={"a\x00": 1}), ValueError, "meta contains a NUL"),
+    (lambda s: s.add(1, meta={"a": float("nan")}), ValueError, "JSON"),
+    (lambda s: s.add(1, k=65), ValueError, "k must be between 0 and 64"),
+    (lambda s: s.add(1, k=-1), ValueError, "k must be between 0 and 64"),
+    (lambda s: s.near(1, k=65), ValueError, "k must be between 0 and 64"),
+    (lambda s: s.near(2**64), ValueError, "out of range"),
+    (lambda s: s.near(1, limit=0), ValueError, "limit"),
+    (lambda s: s.near_many([1, -5]), ValueError, "out of range"),
+    (lambda s: s.add_many([1], k=99), ValueError, "k must be between"),
+    (lambda s: s.get("a\x00"), ValueError, "NUL"),
+    (lambda s: s.remove(1.0), TypeError, "id"),
+    (lambda s: s.add(1, on_duplicate="drop"), ValueError, "on_duplicate"),
+]
+
+
+def test_bad_input_is_a_clear_error_and_changes_nothing(store: SimhashStore) -> None:
     store.add_many([Doc(10, key="x"), Doc(2**63 + 5, key="y", meta={"m": 1})], dedup=False)
     before = snapshot(store)
-    with pytest.raises(exc, match=match):
-        call(store)
-    assert snapshot(store) == before
+    for call, exc, match in BAD_CALLS:
+        with pytest.raises(exc, match=match):
+            call(store)
+        assert snapshot(store) == before, match
 
 
 def test_unreachable_dsn_names_the_host(tmp_path: Path) -> None:
@@ -358,6 +356,7 @@ def test_sql_add_function_matches_the_store(store: SimhashStore) -> None:
         conn.execute("SELECT * FROM simhash_add(1, NULL, NULL, 3, 'nope')")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("SIMHASH_PG_TEST_DSN") is not None,
                     reason="uses the embedded binaries")
 def test_default_store_starts_and_reuses_the_embedded_server(
