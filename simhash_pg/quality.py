@@ -411,16 +411,16 @@ class Rule:
     sentences: bool = False
 
     def label(self) -> str:
-        parts = [f"k={self.long_k if self.long_verify else self.k}"]
+        """The row name: the store's verify mode (see :func:`simhash_pg.verify.accept`)."""
         if self.long_verify:
-            parts.append("verified")
-        if self.short_verify:
-            parts.append(f"short: k={max(self.short_k, self.k)}+verify")
+            name = f"simhash-pg verify=all k={self.long_k}"
+        elif self.short_verify:
+            name = f"simhash-pg verify=short k={self.k}"
         else:
-            parts.append("short unverified")
+            name = f"simhash-pg verify=off k={self.k}"
         if self.sentences:
-            parts.append("+sentences")
-        return "simhash-pg " + ", ".join(parts)
+            name += " +sentences" if self.long_verify else " +sentences(unverified)"
+        return name
 
     @property
     def max_k(self) -> int:

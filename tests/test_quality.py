@@ -193,13 +193,27 @@ def test_eval_command_metrics(tiny: tuple[Path, list[dict[str, Any]]], tmp_path:
     root, pairs = tiny
     out = tmp_path / "r.json"
     proc = run_eval(
-        ["--eval-dir", str(root), "--no-store", "--k", "3", "--k", "9", "--json", str(out)]
+        [
+            "--eval-dir",
+            str(root),
+            "--no-store",
+            "--k",
+            "3",
+            "--k",
+            "9",
+            "--json",
+            str(out),
+            "--markdown",
+            str(tmp_path / "r.md"),
+        ]
     )
     assert proc.returncode == 0, proc.stderr
     assert "documents: 20 pairs (9 duplicate)" in proc.stdout
     assert "MinHashLSH" in proc.stdout
     report = json.loads(out.read_text("utf-8"))
     assert report["via"] == "fingerprints"
+    md = (tmp_path / "r.md").read_text("utf-8")
+    assert "| system | all pairs | TP/FP/FN | >= 200 chars |" in md
     for k in (3, 9):
         _check_rule(report, pairs, k)
 

@@ -367,6 +367,102 @@ def _render_sweep(set_name: str, entry: dict[str, Any], console: Any) -> None:
         console.print(line)
 
 
+def markdown(report: dict[str, Any]) -> str:
+    """The report's tables as GitHub markdown (for docs/quality.md)."""
+    from simhash_pg.quality import Rule
+
+    out: list[str] = []
+
+    def table(head: list[str], rows: list[list[str]]) -> None:
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|" + "|".join("---" for _ in head) + "|")
+        out.extend("| " + " | ".join(r) + " |" for r in rows)
+        out.append("")
+
+    for set_name, entry in report["sets"].items():
+        out.append(
+            f"**{set_name}**: {entry['pairs']} pairs, {entry['duplicates']} duplicate (P R F1)\n"
+        )
+        head = ["system", "all pairs", "TP/FP/FN"]
+        if set_name == "documents":
+            head.append(">= 200 chars")
+        rows = []
+        for name, dims in entry["systems"].items():
+            a = dims["all"]["all"]
+            row = [name, _prf(a), f"{a['tp']}/{a['fp']}/{a['fn']}"]
+            if set_name == "documents":
+                row.append(_prf(entry["long_ge_200"][name]))
+            rows.append(row)
+        table(head, rows)
+        shown = [Rule(k=k).label() for k in report["ks"]]
+        shown.append(Rule(long_verify=True, sentences=set_name == "documents").label())
+        shown += [n for n in entry["systems"] if not n.startswith("simhash-pg")]
+        shown = [n for n in shown if n in entry["systems"]]
+        for dim in ("lang", "kind", "edit", "band"):
+            out.append(f"{set_name} by {dim} (P R F1)\n")
+            groups = entry["systems"][shown[0]][dim]
+            rows = []
+            for g in groups:
+                c0 = groups[g]
+                rows.append(
+                    [
+                        g,
+                        f"{c0['tp'] + c0['fn']}/{c0['fp'] + c0['tn']}",
+                        *[_prf(entry["systems"][n][dim][g]) for n in shown],
+                    ]
+                )
+            table([dim, "dup/non", *shown], rows)
+        sweeps = entry["sweep"]
+        first = next(iter(sweeps))
+        hd, hn = (
+            sweeps[first]["histogram"]["duplicate"],
+            sweeps[first]["histogram"]["non_duplicate"],
+        )
+        out.append(f"{set_name}: distance histogram (ours) and P R F1 at distance <= k\n")
+        names = list(sweeps)
+        head = ["k", "dup at k", "non at k", "ours", "ours + verify", *names[1:]]
+        rows = []
+        for k in range(17):
+            rows.append(
+                [
+                    str(k),
+                    str(hd[k]),
+                    str(hn[k]),
+                    _prf(sweeps[first]["plain"][k]),
+                    _prf(sweeps[first]["verified"][k]),
+                    *[_prf(sweeps[n]["plain"][k]) for n in names[1:]],
+                ]
+            )
+        rows.append(
+            ["17-64", str(sum(hd[17:])), str(sum(hn[17:])), "", "", *["" for _ in names[1:]]]
+        )
+        table(head, rows)
+        for n in names:
+            b = sweeps[n]["best_plain"]
+            out.append(
+                f"- {n}: AUC {sweeps[n]['auc']}, best F1 at k={b['best_f1_k']} "
+                f"({_prf(b['best_f1'])}), largest k with P >= 0.97: "
+                f"{b['max_k_at_precision']}"
+            )
+        out.append("")
+        if "sentences" in entry:
+            out.append("documents: n-longest-sentences signature OR-ed with SimHash\n")
+            rows = [["signature alone", "", _prf(entry["sentences"]["alone"]), "", ""]]
+            for name, v in entry["sentences"].items():
+                if name != "alone":
+                    rows.append(
+                        [
+                            name,
+                            _prf(v["simhash"]),
+                            _prf(v["simhash_or_sentences"]),
+                            str(v["added_tp"]),
+                            str(v["added_fp"]),
+                        ]
+                    )
+            table(["SimHash", "alone", "OR signature", "added TP", "added FP"], rows)
+    return "\n".join(out)
+
+
 # --------------------------------------------------------------------------
 # the command
 
@@ -432,6 +528,13 @@ def _render_sweep(set_name: str, entry: dict[str, Any], console: Any) -> None:
     default=None,
     help="Fingerprinting processes (default: automatic).",
 )
+@click.option(
+    "--markdown",
+    "md_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the tables as markdown to this file.",
+)
 @click.option("--brief", is_flag=True, help="Only the summary and k sweep tables.")
 def command(
     eval_dir: Path | None,
@@ -444,6 +547,7 @@ def command(
     sample: int | None,
     seed: int,
     workers: int | None,
+    md_out: Path | None,
     brief: bool,
 ) -> None:
     """Precision, recall and F1 on labelled pairs, with two peer libraries."""
@@ -477,4 +581,6 @@ def command(
         json_out.write_text(
             json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
         )
+    if md_out is not None:
+        md_out.write_text(markdown(report) + "\n", encoding="utf-8")
     sys.stdout.flush()
