@@ -98,7 +98,13 @@ def sized_settings(memory: int | None = None, *, small: bool = False) -> dict[st
         maint = max(64, min(mib // 16, 2048))
         wal = max(1024, min(mib // 4, 16384))
         cache = max(512, mib * 3 // 4)
-    return {
+    durability: dict[str, str] = {}
+    if not small:
+        # A per-user embedded store has no replicas to feed: minimal WAL lets
+        # COPY into a table truncated in the same transaction (bulk_load) and
+        # index builds skip WAL entirely. Crash safety is unchanged.
+        durability = {"wal_level": "minimal", "max_wal_senders": "0"}
+    return durability | {
         "listen_addresses": "''",
         "shared_buffers": f"{shared}MB",
         "effective_cache_size": f"{cache}MB",

@@ -37,7 +37,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from simhash_pg import migrate
-from simhash_pg.bits import blocks, check_fingerprint, to_signed, to_unsigned
+from simhash_pg.bits import check_fingerprint, to_signed, to_unsigned
 
 if TYPE_CHECKING:
     from simhash_pg.fingerprint import Fingerprinter
@@ -929,8 +929,9 @@ class _BatchIndex:
         self.ids.append(id_)
         self.keys.append(key)
         if self.k <= 3:
-            for i, b in enumerate(blocks(fp)):
-                self.by_block[i].setdefault(b, []).append(pos)
+            # raw 16-bit blocks (fp was range-checked already): hot loop
+            for i, shift in enumerate((48, 32, 16, 0)):
+                self.by_block[i].setdefault((fp >> shift) & 0xFFFF, []).append(pos)
         else:
             import numpy as np
 
@@ -946,8 +947,8 @@ class _BatchIndex:
             return None
         if self.k <= 3:
             cands: set[int] = set()
-            for i, b in enumerate(blocks(fp)):
-                cands.update(self.by_block[i].get(b, ()))
+            for i, shift in enumerate((48, 32, 16, 0)):
+                cands.update(self.by_block[i].get((fp >> shift) & 0xFFFF, ()))
             best: tuple[int, int, str | None] | None = None
             for pos in cands:
                 d = (self.fps[pos] ^ fp).bit_count()

@@ -19,6 +19,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,7 @@ def timed_ms(func: Callable[[], Any]) -> float:
 def latency(store: Any, qs: list[int], k: int) -> tuple[float, float, float, float]:
     for q in qs[:100]:  # warm-up: caches, prepared statements
         store.near(q, k=k)
-    times = [timed_ms(lambda q=q: store.near(q, k=k)) for q in qs]
+    times = [timed_ms(partial(store.near, q, k=k)) for q in qs]
     return pct(times, 50), pct(times, 95), pct(times, 99), statistics.fmean(times)
 
 
@@ -166,13 +167,14 @@ def candidates(conn: Any, qs: list[int], k: int) -> tuple[float, int]:
 def seq_scan_ms(conn: Any, qs: list[int], k: int) -> tuple[float, float]:
     from simhash_pg.bits import to_signed
 
-    times = []
-    for q in qs:
-        times.append(timed_ms(lambda q=q: conn.execute(
+    def scan(q: int) -> None:
+        conn.execute(
             "SELECT id, key, simhash_hamming(fingerprint, %s) FROM simhash_documents"
             " WHERE simhash_hamming(fingerprint, %s) <= %s",
             [to_signed(q), to_signed(q), k],
-        ).fetchall()))
+        ).fetchall()
+
+    times = [timed_ms(partial(scan, q)) for q in qs]
     return pct(times, 50), statistics.fmean(times)
 
 
@@ -307,7 +309,7 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
     rng = np.random.default_rng(seed + 7)
     single = [int(x) for x in rng.integers(0, 2**64 - 1, size=1000, dtype=np.uint64,
                                            endpoint=True)]
-    times = [timed_ms(lambda f=f: store.add(f)) for f in single]
+    times = [timed_ms(partial(store.add, f)) for f in single]
     echo(f"add() one document (dedup, k={k}): p50 {pct(times, 50):.3f} ms, "
          f"p99 {pct(times, 99):.3f} ms")
 
