@@ -22,6 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import xxhash
 
 from simhash_pg.schemes import Scheme
@@ -29,10 +31,12 @@ from simhash_pg.schemes import Scheme
 __all__ = [
     "HASH_SEED",
     "Features",
-    "extract",
+    "chars_gram_hash",
+    "extract_hashed",
+    "extract_named",
     "feature_hash",
-    "han_share",
     "resolve_auto",
+    "strip_to_alnum",
 ]
 
 # Part of every scheme's definition (version 1): never change it.
@@ -82,24 +86,7 @@ def _word_re() -> re.Pattern[str]:
     return re.compile(rf"[\w{_mark_class()}]+")
 
 
-@lru_cache(maxsize=1)
-def _nonalnum_re() -> re.Pattern[str]:
-    # Everything that is not a letter, digit or combining mark (so "_" goes too).
-    return re.compile(rf"(?:[^\w{_mark_class()}]|_)+")
-
-
-_HAN_RUN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]+")
 _ALNUM_RUN = re.compile(r"[^\W_]+")
-
-
-def _run_len(pattern: re.Pattern[str], text: str) -> int:
-    return sum(map(len, pattern.findall(text)))
-
-
-def han_share(text: str) -> float:
-    """Han characters / letters and digits, in normalised text (0.0 if none)."""
-    total = _run_len(_ALNUM_RUN, text)
-    return _run_len(_HAN_RUN, text) / total if total else 0.0
 
 
 def resolve_auto(scheme: Scheme, text: str) -> Scheme:
@@ -111,15 +98,7 @@ def resolve_auto(scheme: Scheme, text: str) -> Scheme:
     """
     if scheme.name != "auto":
         return scheme
-    size = len(_nonalnum_re().sub("", text))
-    return Scheme(
-        "chars",
-        scheme.version,
-        html=scheme.html,
-        t2s=scheme.t2s,
-        n=scheme.short_n if size < scheme.short else scheme.n,
-        weight="binary",
-    )
+    return _concrete_chars(scheme, strip_to_alnum(text))
 
 
 def _chunks(text: str) -> Iterable[str]:
@@ -215,7 +194,7 @@ def warm_up(scheme: Scheme) -> None:
         _Jieba.get()
     if scheme.name in ("words", "chars", "auto"):
         _word_re()
-        _nonalnum_re()
+        _alnum_mark_re()
     if scheme.t2s:
         from simhash_pg.normalize import _t2s
 
@@ -272,44 +251,183 @@ def _hashed(counts: Counter[str], weight: str) -> Features:
 
 
 def _words(text: str, scheme: Scheme) -> Features:
-    findall = _word_re().findall
+    findall = (_ASCII_WORD if text.isascii() else _word_re()).findall
     counts: Counter[str] = Counter()
     for piece in _chunks(text):
         counts.update(findall(piece))
     return _hashed(counts, scheme.weight)
 
 
-def _chars(text: str, scheme: Scheme, stripped: str | None = None) -> Features:
-    n = scheme.n
-    if stripped is None:
-        stripped = _nonalnum_re().sub("", text)
-    grams: Counter[str] | set[str]
-    binary = scheme.weight == "binary"
-    grams = set() if binary else Counter()
+_ASCII_WORD = re.compile(r"\w+")
+
+
+def strip_to_alnum(text: str) -> str:
+    """Only the letters, digits and combining marks of ``text`` (what ``chars`` shingles)."""
+    # ASCII has no marks, and the simple class is 2-4x faster. Pieces keep the
+    # list of matches small for huge texts.
+    findall = (_ALNUM_RUN if text.isascii() else _alnum_mark_re()).findall
+    return "".join(["".join(findall(piece)) for piece in _chunks(text)])
+
+
+@lru_cache(maxsize=1)
+def _alnum_mark_re() -> re.Pattern[str]:
+    return re.compile(rf"[^\W_]+|[{_mark_class()}]+")
+
+
+# chars: the hash of a shingle g of length L is
+#     fmix64(SEED2 ^ XOR_j rotl64(xxh3_64(g[j]), L - 1 - j))
+# (a cyclic-polynomial n-gram hash over per-character xxh3 values, made
+# non-linear by MurmurHash3's 64-bit finaliser). It is computed for all
+# shingles at once with NumPy, with no Python work per shingle.
+_SEED2 = np.uint64(0x9E37_79B9_7F4A_7C15)
+_FMIX1 = np.uint64(0xFF51_AFD7_ED55_8CCD)
+_FMIX2 = np.uint64(0xC4CE_B9FE_1A85_EC53)
+_char_hash: dict[int, int] = {}
+
+
+def _fmix64(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    h = h ^ (h >> np.uint64(33))
+    h *= _FMIX1
+    h ^= h >> np.uint64(33)
+    h *= _FMIX2
+    h ^= h >> np.uint64(33)
+    return h
+
+
+def _rotl(x: npt.NDArray[np.uint64], r: int) -> npt.NDArray[np.uint64]:
+    r %= 64
+    if r == 0:
+        return x
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+def _unique(
+    x: npt.NDArray[np.uint64] | npt.NDArray[np.uint32],
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]:
+    """Sorted distinct values and their counts.
+
+    By sorting: NumPy 2.x's hash-based np.unique is many times slower on
+    millions of random 64-bit values.
+    """
+    s = np.sort(x, kind="stable" if x.dtype == np.uint32 else "quicksort")
+    if not len(s):
+        return s, np.empty(0, np.int64)
+    first = np.empty(len(s), dtype=bool)
+    first[0] = True
+    np.not_equal(s[1:], s[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    counts = np.diff(np.append(starts, len(s))).astype(np.int64)
+    return s[starts], counts
+
+
+def _char_hashes(cps: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint64]:
+    uniq, _ = _unique(cps)
+    inverse = np.searchsorted(uniq, cps)
+    table = np.empty(len(uniq), dtype=np.uint64)
+    get = _char_hash.get
+    for i, cp in enumerate(uniq.tolist()):
+        h = get(cp)
+        if h is None:
+            h = _char_hash[cp] = feature_hash(chr(cp))
+        table[i] = h
+    return table[inverse]
+
+
+def chars_gram_hash(gram: str) -> int:
+    """The hash of one ``chars`` shingle, computed one character at a time (reference)."""
+    acc = 0
+    size = len(gram)
+    for j, ch in enumerate(gram):
+        h = feature_hash(ch)
+        r = (size - 1 - j) % 64
+        acc ^= ((h << r) | (h >> (64 - r))) & 0xFFFF_FFFF_FFFF_FFFF if r else h
+    return int(_fmix64(np.array([acc], dtype=np.uint64) ^ _SEED2)[0])
+
+
+def _chars_hashed(
+    stripped: str, n: int, weight: str
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float64]]:
+    size = len(stripped)
+    if size == 0:
+        return np.empty(0, np.uint64), np.empty(0, np.float64)
+    if size < n:
+        h = np.array([chars_gram_hash(stripped)], dtype=np.uint64)
+        return h, np.ones(1)
+    parts: list[npt.NDArray[np.uint64]] = []
+    counts: list[npt.NDArray[np.int64]] = []
+    total = size - n + 1
+    for start in range(0, total, _CHUNK):
+        # Pieces overlap by n - 1 characters: every shingle counted exactly once.
+        piece = stripped[start : start + _CHUNK + n - 1]
+        cps = np.frombuffer(piece.encode("utf-32-le"), dtype="<u4")
+        ch = _char_hashes(cps)
+        m = len(ch) - n + 1
+        acc = ch[n - 1 : n - 1 + m].copy()
+        for j in range(n - 1):
+            acc ^= _rotl(ch[j : j + m], n - 1 - j)
+        grams = _fmix64(acc ^ _SEED2)
+        u, c = _unique(grams)
+        parts.append(u)
+        if weight != "binary":
+            counts.append(c)
+        del grams, acc, ch, cps
+    if weight == "binary":
+        if len(parts) == 1:
+            return parts[0], np.ones(len(parts[0]))
+        allh = np.concatenate(parts)
+        del parts
+        allh.sort()  # in place: about 8 bytes per distinct shingle
+        keep = np.empty(len(allh), dtype=bool)
+        keep[0] = True
+        np.not_equal(allh[1:], allh[:-1], out=keep[1:])
+        hashes = allh[keep]
+        return hashes, np.ones(len(hashes))
+    if len(parts) == 1:
+        return parts[0], counts[0].astype(np.float64)
+    # Merge the pieces' counts: a shingle may occur in several.
+    allh = np.concatenate(parts)
+    order = np.argsort(allh, kind="stable")
+    allh = allh[order]
+    allc = np.concatenate(counts)[order]
+    first = np.empty(len(allh), dtype=bool)
+    first[0] = True
+    np.not_equal(allh[1:], allh[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    return allh[starts], np.add.reduceat(allc, starts).astype(np.float64)
+
+
+def _chars_named(stripped: str, n: int, weight: str) -> list[tuple[str, float]]:
     if 0 < len(stripped) < n:
-        grams.update((stripped,))  # shorter than one shingle: the whole text is one
-    step = _CHUNK
-    for start in range(0, max(len(stripped) - n + 1, 0), step):
-        # Pieces overlap by n - 1 characters so no shingle is lost or doubled.
-        piece = stripped[start : start + step + n - 1]
-        stop = len(piece) - n + 1
-        grams.update(map(piece.__getitem__, map(slice, range(stop), range(n, stop + n))))
-    if binary:
-        return _hashed(Counter(dict.fromkeys(grams, 1)), "binary")
-    assert isinstance(grams, Counter)
-    return _hashed(grams, "tf")
+        return [(stripped, 1.0)]
+    grams = Counter(stripped[i : i + n] for i in range(len(stripped) - n + 1))
+    return [(g, 1.0 if weight == "binary" else float(c)) for g, c in grams.items()]
 
 
-_EXTRACTORS = {"zh-tfidf": _zh_tfidf, "words": _words, "chars": _chars}
+def _concrete_chars(scheme: Scheme, stripped: str) -> Scheme:
+    if scheme.name == "chars":
+        return scheme
+    n = scheme.short_n if len(stripped) < scheme.short else scheme.n
+    return Scheme("chars", scheme.version, html=scheme.html, t2s=scheme.t2s, n=n, weight="binary")
 
 
-def extract(text: str, scheme: Scheme) -> Features:
-    """Features, hashes and weights of normalised ``text`` under ``scheme``."""
-    if scheme.name == "auto":
-        stripped = _nonalnum_re().sub("", text)
-        n = scheme.short_n if len(stripped) < scheme.short else scheme.n
-        concrete = Scheme(
-            "chars", scheme.version, html=scheme.html, t2s=scheme.t2s, n=n, weight="binary"
-        )
-        return _chars(text, concrete, stripped)
-    return _EXTRACTORS[scheme.name](text, scheme)
+HashedFeatures = tuple[npt.NDArray[np.uint64], npt.NDArray[np.float64]]
+
+
+def extract_hashed(text: str, scheme: Scheme) -> HashedFeatures:
+    """(hashes, weights) of the distinct features of normalised ``text``."""
+    if scheme.name in ("chars", "auto"):
+        stripped = strip_to_alnum(text)
+        c = _concrete_chars(scheme, stripped)
+        return _chars_hashed(stripped, c.n, c.weight)
+    _, hashes, weights = (_zh_tfidf if scheme.name == "zh-tfidf" else _words)(text, scheme)
+    return np.array(hashes, dtype=np.uint64), np.array(weights, dtype=np.float64)
+
+
+def extract_named(text: str, scheme: Scheme) -> list[tuple[str, float]]:
+    """(feature, weight) pairs of normalised ``text``, in no particular order."""
+    if scheme.name in ("chars", "auto"):
+        stripped = strip_to_alnum(text)
+        c = _concrete_chars(scheme, stripped)
+        return _chars_named(stripped, c.n, c.weight)
+    feats, _, weights = (_zh_tfidf if scheme.name == "zh-tfidf" else _words)(text, scheme)
+    return list(zip(feats, weights, strict=True))

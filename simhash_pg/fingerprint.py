@@ -34,43 +34,64 @@ from typing import Any, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
-from simhash_pg.features import extract, resolve_auto, warm_up
+from simhash_pg.features import extract_hashed, extract_named, resolve_auto, warm_up
 from simhash_pg.normalize import ensure_str, normalize
 from simhash_pg.schemes import Scheme, get_scheme
 
 __all__ = ["Fingerprinter", "NoFeaturesError", "fingerprint", "vote"]
 
 _WEIGHT_SCALE = 1 << 16
-_VOTE_CHUNK = 1 << 16
+# _BYTE_BITS[v, j] = bit j of byte value v.
+_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little")
+_BYTE_BITS = _BYTE_BITS.astype(np.float64)
+_EXACT_LIMIT = float(2**52)
 # A batch below this many characters is not worth starting processes for.
 _PARALLEL_MIN_CHARS = 1 << 20
 _PARALLEL_MIN_DOCS = 64
+
+
+_NO_FEATURES = (
+    "the text has no features to fingerprint (it is empty or only white space, "
+    "punctuation or stop words)"
+)
 
 
 class NoFeaturesError(ValueError):
     """The text has nothing to fingerprint (empty, white space, punctuation...)."""
 
 
-def vote(hashes: Sequence[int] | npt.NDArray[np.uint64], weights: Sequence[float]) -> int:
+def vote(
+    hashes: Sequence[int] | npt.NDArray[np.uint64],
+    weights: Sequence[float] | npt.NDArray[np.float64],
+) -> int:
     """The SimHash of features given as 64-bit hashes and positive weights.
 
     Tie rule: a bit whose weighted sum is exactly 0 is 0.
+
+    Weights are rounded to multiples of 2**-16 first. Every partial sum is
+    then an integer below 2**53, which float64 holds exactly, so the result
+    does not depend on the order of the features or how NumPy adds.
     """
     h = np.asarray(hashes, dtype=np.uint64)
-    w = np.rint(np.asarray(weights, dtype=np.float64) * _WEIGHT_SCALE).astype(np.int64)
+    w = np.rint(np.asarray(weights, dtype=np.float64) * _WEIGHT_SCALE)
     if h.shape != w.shape or h.ndim != 1:
         raise ValueError("hashes and weights must be 1-d and of equal length")
-    if len(w) and (int(w.min()) < 0 or float(np.sum(w, dtype=np.float64)) >= 2.0**62):
-        raise ValueError("weights must be >= 0 and their total below 2**46")
-    ones = np.zeros(64, dtype=np.int64)
-    for start in range(0, len(h), _VOTE_CHUNK):
-        hc = h[start : start + _VOTE_CHUNK]
-        # Little-endian bytes, bits LSB first: column j is bit j of each hash.
-        bits = np.unpackbits(
-            hc.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little"
-        )
-        ones += w[start : start + _VOTE_CHUNK] @ bits.astype(np.int64)
-    sums = 2 * ones - int(w.sum())  # (+w where 1) + (-w where 0)
+    if not len(h):
+        raise ValueError("no features to vote with")
+    total = float(w.sum())
+    if not (np.isfinite(total) and float(w.min()) >= 0):
+        raise ValueError("weights must be finite and >= 0")
+    if total >= _EXACT_LIMIT:
+        raise ValueError("weights too large: their total must stay below 2**36")
+    # Weighted histogram of each of the 8 bytes of the hashes, then a
+    # 256 x 8 table turns byte counts into per-bit sums: 8 passes over the
+    # features instead of materialising a features x 64 bit matrix.
+    by = np.ascontiguousarray(h, dtype="<u8").view(np.uint8).reshape(-1, 8)
+    ones = np.empty(64, dtype=np.float64)
+    for k in range(8):
+        hist = np.bincount(by[:, k], weights=w, minlength=256)
+        ones[8 * k : 8 * k + 8] = hist @ _BYTE_BITS
+    sums = 2.0 * ones - total  # (+w where 1) + (-w where 0), exact integers
     packed = np.packbits(sums > 0, bitorder="little")
     return int(packed.view("<u8")[0])
 
@@ -95,26 +116,25 @@ class Fingerprinter:
         """The scheme actually applied to ``text`` (differs only for ``auto``)."""
         return resolve_auto(self.scheme, self.normalize(text))
 
-    def _features(self, text: str) -> tuple[list[str], list[int], list[float]]:
-        feats = extract(self.normalize(text), self.scheme)
-        if not feats[0]:
-            raise NoFeaturesError(
-                "the text has no features to fingerprint (it is empty or only white "
-                "space, punctuation or stop words)"
-            )
-        return feats
-
     def features(self, text: str) -> list[tuple[str, float]]:
-        """Weighted features of ``text``, heaviest first (ties by feature)."""
-        feats, _, weights = self._features(text)
-        return sorted(zip(feats, weights, strict=True), key=lambda fw: (-fw[1], fw[0]))
+        """Weighted features of ``text``, heaviest first (ties by feature).
+
+        The same features and weights that :meth:`fingerprint` votes with, so
+        two texts' lists show why their fingerprints differ.
+        """
+        feats = extract_named(self.normalize(text), self.scheme)
+        if not feats:
+            raise NoFeaturesError(_NO_FEATURES)
+        return sorted(feats, key=lambda fw: (-fw[1], fw[0]))
 
     def fingerprint(self, text: str) -> int:
         """The unsigned 64-bit fingerprint of ``text``.
 
         Raises TypeError for a non-str, NoFeaturesError for a featureless text.
         """
-        _, hashes, weights = self._features(text)
+        hashes, weights = extract_hashed(self.normalize(text), self.scheme)
+        if not len(hashes):
+            raise NoFeaturesError(_NO_FEATURES)
         return vote(hashes, weights)
 
     def _try(self, text: object) -> int | None:
@@ -155,8 +175,9 @@ class Fingerprinter:
             enough to repay starting them (about 1 MB of text), else 1.
             1: in this process.
         on_error
-            ``"raise"``: the first bad text raises (TypeError or
-            NoFeaturesError). ``"none"``: a text that is not a str or has no
+            ``"raise"``: a non-str anywhere in the batch raises TypeError
+            before any work; else the first featureless text raises
+            NoFeaturesError. ``"none"``: a text that is not a str or has no
             features gives None in its place.
         """
         if on_error not in ("raise", "none"):
@@ -164,15 +185,15 @@ class Fingerprinter:
         items = list(texts)
         if workers is not None and (isinstance(workers, bool) or workers < 1):
             raise ValueError("workers must be None or an int >= 1")
+        if on_error == "raise":
+            for t in items:  # fail fast, before any work, with the plain message
+                ensure_str(t)
         n = workers if workers is not None else self._auto_workers(items)
         n = min(n, len(items)) or 1
         if n == 1:
             if on_error == "raise":
                 return [self.fingerprint(t) for t in items]
             return [self._try(t) for t in items]
-        if on_error == "raise":
-            for t in items:  # fail fast, in this process, with the plain message
-                ensure_str(t)
         return _parallel(self, items, n, on_error)
 
     def _auto_workers(self, items: list[Any]) -> int:

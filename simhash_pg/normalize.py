@@ -30,8 +30,11 @@ from typing import Any
 __all__ = ["ensure_str", "normalize", "strip_html"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# NUL, other C0/C1 controls and all Unicode white space -> one space.
-_SPACE = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
+# C0/C1 control characters that \s does not already cover.
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]+")
+# White space that is not already a single " ". Matching only these keeps the
+# substitution cheap (most text has few) and memory flat for huge texts.
+_WS_RUN = re.compile(r"\s{2,}|[^\S ]")
 
 _opencc_lock = threading.Lock()
 _opencc: Any = None
@@ -95,7 +98,9 @@ def normalize(text: str, *, html: bool = False, t2s: bool = False) -> str:
     text = unicodedata.normalize("NFKC", text).casefold()
     if t2s and _has_han(text):
         text = _t2s(text)
-    return _SPACE.sub(" ", text).strip()
+    if _CONTROL.search(text) is not None:
+        text = _CONTROL.sub(" ", text)
+    return _WS_RUN.sub(" ", text).strip()
 
 
 _HAN = re.compile("[\u3400-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
