@@ -38,6 +38,8 @@ def _fmt(x: float | None) -> str:
 
 
 def _prf(c: dict[str, Any]) -> str:
+    if c["tp"] + c["fn"] == 0:  # negatives only: precision and recall say nothing
+        return f"FP {c['fp']}/{c['fp'] + c['tn']}"
     return f"{_fmt(c['precision'])} {_fmt(c['recall'])} {_fmt(c['f1'])}"
 
 
@@ -172,8 +174,8 @@ def build_report(
             )
             sweeps[name] = {
                 "auc": round(Q.auc_of(d, ps.duplicate, ps.lang, ps.kind), 4),
-                "plain": {k: c.to_dict() for k, c in plain.items()},
-                "verified": {k: c.to_dict() for k, c in verified.items()},
+                "plain": {str(k): c.to_dict() for k, c in plain.items()},
+                "verified": {str(k): c.to_dict() for k, c in verified.items()},
                 "best_plain": Q.best_k(plain),
                 "best_verified": Q.best_k(verified),
                 "histogram": Q.histogram(d, ps.duplicate),
@@ -185,7 +187,7 @@ def build_report(
             ps_sweep = Q.sweep(res.peer_simhash, ps.duplicate)
             sweeps["simhash (PyPI)"] = {
                 "auc": round(Q.auc_of(res.peer_simhash, ps.duplicate, ps.lang, ps.kind), 4),
-                "plain": {k: c.to_dict() for k, c in ps_sweep.items()},
+                "plain": {str(k): c.to_dict() for k, c in ps_sweep.items()},
                 "best_plain": Q.best_k(ps_sweep),
                 "histogram": Q.histogram(res.peer_simhash, ps.duplicate),
             }
@@ -342,9 +344,9 @@ def _render_sweep(set_name: str, entry: dict[str, Any], console: Any) -> None:
     for k in range(17):
         row = [str(k), str(hist_d[k]), str(hist_n[k])]
         for n in names:
-            row.append(_prf(sweeps[n]["plain"][k]))
+            row.append(_prf(sweeps[n]["plain"][str(k)]))
             if "verified" in sweeps[n] and n == first:
-                row.append(_prf(sweeps[n]["verified"][k]))
+                row.append(_prf(sweeps[n]["verified"][str(k)]))
         t.add_row(*row)
     t.add_row("17-64", str(sum(hist_d[17:])), str(sum(hist_n[17:])))
     console.print(t)
@@ -428,9 +430,9 @@ def markdown(report: dict[str, Any]) -> str:
                     str(k),
                     str(hd[k]),
                     str(hn[k]),
-                    _prf(sweeps[first]["plain"][k]),
-                    _prf(sweeps[first]["verified"][k]),
-                    *[_prf(sweeps[n]["plain"][k]) for n in names[1:]],
+                    _prf(sweeps[first]["plain"][str(k)]),
+                    _prf(sweeps[first]["verified"][str(k)]),
+                    *[_prf(sweeps[n]["plain"][str(k)]) for n in names[1:]],
                 ]
             )
         rows.append(
