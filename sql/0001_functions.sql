@@ -91,7 +91,9 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
-    PERFORM simhash_check_k(k);
+    IF k IS NULL OR k < 0 OR k > 64 THEN
+        PERFORM simhash_check_k(k);  -- raises; the IF is a cheap simple expression
+    END IF;
     IF k <= 3 THEN
         -- pigeonhole: a match shares at least one whole block
         RETURN QUERY
@@ -172,7 +174,9 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
-    PERFORM simhash_check_k(k);
+    IF k IS NULL OR k < 0 OR k > 64 THEN
+        PERFORM simhash_check_k(k);  -- raises; the IF is a cheap simple expression
+    END IF;
     IF k <= 3 THEN
         RETURN QUERY
         SELECT f.ord::integer, d.id, d.key, simhash_hamming(d.fingerprint, fps[f.ord])

@@ -255,10 +255,12 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
     if variants[0] != "pair":
         set_variant(conn, variants[0])
     t = time.perf_counter()
-    store.bulk_load(fps)
+    phases: dict[str, float] = {}
+    store.bulk_load(fps, timings=phases)
     load_s = time.perf_counter() - t
     echo(f"initial bulk load ({variants[0]} indexes), COPY + index builds + VACUUM ANALYZE: "
-         f"{load_s:.1f} s = {n / load_s:,.0f} rows/s")
+         f"{load_s:.1f} s = {n / load_s:,.0f} rows/s ("
+         + ", ".join(f"{name} {sec:.1f} s" for name, sec in phases.items()) + ")")
 
     def report_sizes(label: str) -> None:
         sz = sizes(conn)
@@ -334,13 +336,20 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
         report_sizes("after adds")
 
     if explain:
-        q = next(q for q in qs[1::2])
+        # near() is plpgsql: its inner statements' plans come from auto_explain
+        q = qs[0]  # a planted neighbour: the plan includes the row fetch
+        notices: list[str] = []
+        conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+        conn.execute("LOAD 'auto_explain'")
+        for setting in ("log_min_duration = 0", "log_nested_statements = on",
+                        "log_analyze = on", "log_buffers = on", "log_level = notice"):
+            conn.execute(f"SET auto_explain.{setting}")
         conn.execute("SELECT * FROM simhash_near(%s, %s)", [to_signed(q), k]).fetchall()
-        plan = conn.execute(
-            "EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM simhash_near(%s, %s)", [to_signed(q), k]
-        ).fetchall()
-        echo(f"EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM simhash_near({to_signed(q)}, {k}):")
-        for row in plan:
-            echo("  " + row[0])
+        conn.execute("SET auto_explain.log_min_duration = -1")
+        echo(f"EXPLAIN (ANALYZE, BUFFERS) of SELECT * FROM simhash_near({to_signed(q)}, {k}),"
+             " nested statements via auto_explain:")
+        for note in notices:
+            for line in note.splitlines():
+                echo("  " + line)
     store.close()
     conn.close()
