@@ -23,6 +23,7 @@ _COMMANDS: dict[str, str] = {
     "stats": "simhash_pg.commands.store_cmds:stats",
     "db": "simhash_pg.commands.db:command",
     "server": "simhash_pg.commands.server:command",
+    "purge": "simhash_pg.commands.purge:command",
 }
 
 

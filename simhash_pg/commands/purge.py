@@ -1,0 +1,67 @@
+"""``simhash-pg purge --older-than 2d``: the retention window, enforced.
+
+Meant to be scheduled (cron, a systemd timer, pg_cron calling the same
+DELETE): see docs/operations.md. Safe to run while the store is in use, and
+to interrupt: every batch commits on its own, and the next run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import click
+
+from simhash_pg.commands._common import EXIT_INTERRUPTED, fail, open_store
+
+
+def _age(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
+    from simhash_pg.retention import parse_age
+
+    try:
+        return parse_age(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+@click.command("purge")
+@click.option("--older-than", "older_than", required=True, callback=_age,
+              help="Delete documents created longer ago than this: 2d, 36h, 90m, 1w.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=20_000, show_default=True,
+              help="Rows deleted per transaction.")
+@click.option("--max-seconds", type=click.FloatRange(min=0), default=None,
+              help="Stop after the batch that crosses this time; the next run goes on.")
+@click.option("--dry-run", is_flag=True, help="Only count what would be deleted.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--dsn", envvar="SIMHASH_PG_DSN", default=None, show_envvar=True,
+              help="PostgreSQL connection string. Default: the embedded server.")
+def command(older_than: timedelta, batch_size: int, max_seconds: float | None, dry_run: bool,
+            as_json: bool, dsn: str | None) -> None:
+    """Delete documents older than the retention window (e.g. --older-than 2d)."""
+    from simhash_pg import retention
+
+    with open_store(dsn, None, None) as store:
+        try:
+            if dry_run:
+                cutoff, rows = retention.purge_candidates(store.connection, older_than)
+                out = {"cutoff": cutoff.isoformat(), "would_delete": rows}
+            else:
+                res = retention.purge(store.connection, older_than,
+                                      batch_size=batch_size, max_seconds=max_seconds)
+                out = {"cutoff": res.cutoff.isoformat(), "deleted": res.deleted,
+                       "batches": res.batches, "seconds": round(res.seconds, 3)}
+        except KeyboardInterrupt:
+            click.echo("simhash-pg: interrupted; the batches deleted so far stay deleted",
+                       err=True)
+            raise SystemExit(EXIT_INTERRUPTED) from None
+        except Exception as exc:
+            if type(exc).__module__.startswith("psycopg"):
+                fail(f"purge stopped: {str(exc).strip()}", 3)
+            raise
+    if as_json:
+        click.echo(json.dumps(out))
+    elif dry_run:
+        click.echo(f"would delete {out['would_delete']} documents created before {out['cutoff']}")
+    else:
+        click.echo(f"deleted {out['deleted']} documents created before {out['cutoff']} "
+                   f"({out['batches']} batches, {out['seconds']} s)")

@@ -1,0 +1,145 @@
+"""Retention: drop documents older than a window (e.g. the last two days).
+
+``purge(conn, older_than)`` deletes, in batches of ``batch_size`` rows with a
+commit after each, every document whose ``created_at`` is before the cutoff.
+Short transactions keep locks brief and let concurrent adds and searches run
+on; the freed space is reused by later inserts once (auto)vacuum has passed.
+
+This is the small-scale path (a plain table, up to a few million deletions a
+day). At the crawler scale of issue 5 (20-50M rows a day) deleting rows
+bloats the table and its five indexes, and the planned path is daily range
+partitions on ``created_at`` that are dropped whole: see docs/operations.md.
+
+The cutoff is computed by the server (``now() - older_than``) so that client
+clock skew cannot purge too much; a ``datetime`` cutoff is taken as given.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+__all__ = ["DEFAULT_PURGE_BATCH", "PurgeResult", "parse_age", "purge", "purge_candidates"]
+
+DEFAULT_PURGE_BATCH = 20_000
+
+_UNITS = {
+    "s": 1, "sec": 1, "second": 1, "seconds": 1,
+    "m": 60, "min": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hour": 3600, "hours": 3600,
+    "d": 86400, "day": 86400, "days": 86400,
+    "w": 604800, "week": 604800, "weeks": 604800,
+}
+_AGE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*", re.IGNORECASE)
+
+
+def parse_age(text: str) -> timedelta:
+    """'2d', '36h', '90m', '1w', '1d12h', '2 days' -> a timedelta (> 0)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("an age is a number with a unit, e.g. 2d, 36h, 90m, 1w")
+    total = 0.0
+    pos = 0
+    for m in _AGE.finditer(text):
+        if m.start() != pos:
+            break
+        unit = _UNITS.get(m.group(2).lower())
+        if unit is None:
+            raise ValueError(
+                f"unknown unit {m.group(2)!r} in age {text!r}: use s, m, h, d or w"
+            )
+        total += float(m.group(1)) * unit
+        pos = m.end()
+    if pos != len(text) or total <= 0:
+        raise ValueError(f"not an age: {text!r} (a number with a unit, e.g. 2d, 36h, 90m, 1w)")
+    return timedelta(seconds=total)
+
+
+def _check_older_than(older_than: object) -> timedelta | datetime:
+    if isinstance(older_than, str):
+        return parse_age(older_than)
+    if isinstance(older_than, timedelta):
+        if older_than < timedelta(0):
+            raise ValueError(f"older_than must not be negative, got {older_than}")
+        return older_than
+    if isinstance(older_than, datetime):
+        if older_than.tzinfo is None:
+            raise ValueError("a cutoff datetime must be timezone-aware (created_at is timestamptz)")
+        return older_than
+    raise TypeError(
+        "older_than must be a timedelta (an age), an aware datetime (a cutoff) or a str "
+        f"like '2d', got {type(older_than).__name__}"
+    )
+
+
+@dataclass(frozen=True)
+class PurgeResult:
+    """What a purge did: the cutoff used, rows deleted, batches, seconds."""
+
+    cutoff: datetime
+    deleted: int
+    batches: int
+    seconds: float
+
+
+def _cutoff(conn: Any, older_than: timedelta | datetime) -> datetime:
+    if isinstance(older_than, datetime):
+        return older_than
+    row = conn.execute("SELECT now() - %s::interval", [older_than]).fetchone()
+    cutoff: datetime = row[0]
+    return cutoff
+
+
+# Oldest ids first: rows are appended in time order, so the primary key index
+# finds them at its start and each batch stops after batch_size matches.
+_PURGE_BATCH = (
+    "DELETE FROM simhash_documents WHERE id IN ("
+    " SELECT id FROM simhash_documents WHERE created_at < %s ORDER BY id LIMIT %s)"
+)
+_COUNT = "SELECT count(*) FROM simhash_documents WHERE created_at < %s"
+
+
+def purge_candidates(conn: Any, older_than: timedelta | datetime | str) -> tuple[datetime, int]:
+    """The cutoff and how many rows a purge would delete now (for --dry-run)."""
+    cutoff = _cutoff(conn, _check_older_than(older_than))
+    row = conn.execute(_COUNT, [cutoff]).fetchone()
+    return cutoff, int(row[0])
+
+
+def purge(
+    conn: Any,
+    older_than: timedelta | datetime | str,
+    *,
+    batch_size: int = DEFAULT_PURGE_BATCH,
+    progress: Callable[[int], None] | None = None,
+    max_seconds: float | None = None,
+) -> PurgeResult:
+    """Delete documents created before ``now() - older_than`` (or before a datetime).
+
+    ``conn`` is a psycopg connection in autocommit mode (``store.connection``):
+    every batch commits on its own. ``progress(total_deleted)`` is called
+    after each batch. ``max_seconds`` stops after the batch that crosses it
+    (a scheduled purge then finishes on its next run). Rows that recorded a
+    purged row as ``duplicate_of`` keep their place with NULL there.
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    if not getattr(conn, "autocommit", True):
+        raise ValueError("purge needs a connection in autocommit mode (one commit per batch)")
+    start = time.perf_counter()
+    cutoff = _cutoff(conn, _check_older_than(older_than))
+    deleted = batches = 0
+    while True:
+        n = conn.execute(_PURGE_BATCH, [cutoff, batch_size], prepare=True).rowcount
+        deleted += max(n, 0)
+        batches += 1
+        if progress is not None:
+            progress(deleted)
+        if n < batch_size:
+            break
+        if max_seconds is not None and time.perf_counter() - start >= max_seconds:
+            break
+    return PurgeResult(cutoff, deleted, batches, time.perf_counter() - start)
