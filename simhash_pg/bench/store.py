@@ -14,6 +14,7 @@ baseline (the brute-force scan).
 from __future__ import annotations
 
 import multiprocessing
+import os
 import shutil
 import statistics
 import tempfile
@@ -275,6 +276,12 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
                            for name, v in sorted(sz.items()) if name != "simhash_documents")
         echo(f"    per index (B/row): {detail}")
 
+    # the floor every query pays on this machine right now (shared, noisy)
+    ping = [timed_ms(partial(lambda: conn.execute("SELECT 1", prepare=True).fetchall()))
+            for _ in range(1000)]
+    echo(f"baseline round trip SELECT 1 from Python: p50 {pct(ping, 50):.3f} ms, "
+         f"p95 {pct(ping, 95):.3f} ms, p99 {pct(ping, 99):.3f} ms "
+         f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     seq_p50, seq_mean = seq_scan_ms(conn, qs[:20], k)
     echo(f"brute-force scan (hamming <= {k} over every row, parallel allowed): "
          f"p50 {seq_p50:.1f} ms, mean {seq_mean:.1f} ms (20 queries)")
@@ -312,8 +319,11 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
     single = [int(x) for x in rng.integers(0, 2**64 - 1, size=1000, dtype=np.uint64,
                                            endpoint=True)]
     times = [timed_ms(partial(store.add, f)) for f in single]
-    echo(f"add() one document (dedup, k={k}): p50 {pct(times, 50):.3f} ms, "
-         f"p99 {pct(times, 99):.3f} ms")
+    echo(f"add() one new document (dedup, k={k}; a durable commit each): "
+         f"p50 {pct(times, 50):.3f} ms, p99 {pct(times, 99):.3f} ms")
+    times = [timed_ms(partial(store.add, f ^ 1)) for f in single]
+    echo(f"add() one near-duplicate (not stored: no commit to flush): "
+         f"p50 {pct(times, 50):.3f} ms, p99 {pct(times, 99):.3f} ms")
 
     if add_rows:
         more = make_data(add_rows, seed + 3, skew)
