@@ -26,8 +26,9 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, TypeVar
 
 from simhash_pg.normalize import normalize
 
@@ -41,9 +42,11 @@ __all__ = [
     "SHORT_TEXT_CHARS",
     "SHORT_THRESHOLD",
     "VERIFY_MODES",
+    "Candidate",
     "VerifyMode",
     "accept",
     "alnum_only",
+    "filter_candidates",
     "is_near_duplicate",
     "is_short",
     "keep_text",
@@ -235,3 +238,29 @@ def accept(
             similarity(query_norm, candidate_norm) >= LONG_THRESHOLD
         )
     return distance <= k
+
+
+T = TypeVar("T")
+# (payload, distance, candidate verification text or None, signature matched)
+Candidate = tuple[T, int, "str | None", bool]
+
+
+def filter_candidates(
+    query_norm: str,
+    candidates: Iterable[Candidate[T]],
+    k: int,
+    mode: VerifyMode = "short",
+) -> list[tuple[T, int]]:
+    """The candidates :func:`accept` keeps, as ``(payload, distance)``, nearest first.
+
+    For ``near()``: ask the index at :func:`query_k`, LEFT JOIN the kept texts,
+    pass the rows here (payload = the Match). For ``add(dedup=True)``: the
+    first item, if any, is the document it duplicates. Ties keep input order.
+    """
+    kept = [
+        (payload, dist)
+        for payload, dist, norm, sig in candidates
+        if accept(query_norm, norm, dist, k, mode, signature_match=sig)
+    ]
+    kept.sort(key=lambda pd: pd[1])
+    return kept

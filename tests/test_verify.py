@@ -143,3 +143,21 @@ def test_eval_rule_is_the_store_rule(a: str, b: str, d: int, sig: bool, mode: st
     short = np.array([V.is_short(na) or V.is_short(nb)])
     got = Q.decide(rule, np.array([d]), np.array([V.verify(na, nb)]), short, np.array([sig]))
     assert bool(got[0]) == V.accept(na, nb, d, 3, mode, signature_match=sig)  # type: ignore[arg-type]
+
+
+def test_filter_candidates_keeps_verified_nearest_first() -> None:
+    q = V.verification_text("Stocks rally as oil prices fall")
+    cands = [
+        ("far-but-same", 9, V.verification_text("stocks rally as oil prices fall!"), False),
+        ("near-but-different", 1, V.verification_text("Election results in Ohio"), False),
+        ("same", 2, q, False),
+        ("too-far", V.SHORT_K + 1, q, False),
+        ("no-text", 0, None, False),
+    ]
+    assert V.filter_candidates(q, cands, 3) == [("same", 2), ("far-but-same", 9)]
+    assert [p for p, _ in V.filter_candidates(q, cands, 3, "off")] == [
+        "no-text",
+        "near-but-different",
+        "same",
+    ]
+    assert V.filter_candidates(q, [], 3) == []
