@@ -161,3 +161,20 @@ def test_filter_candidates_keeps_verified_nearest_first() -> None:
         "same",
     ]
     assert V.filter_candidates(q, [], 3) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet="ab一二\U0001f600\u0301", max_size=30),
+    st.text(alphabet="ab一二\U0001f600\u0301", max_size=30),
+    st.integers(1, 5),
+)
+def test_fast_jaccard_equals_set_jaccard(a: str, b: str, n: int) -> None:
+    sa, sb = V.shingles(a, n), V.shingles(b, n)
+    if a == b:
+        expected = 1.0
+    elif not sa or not sb:
+        expected = 0.0
+    else:
+        expected = len(sa & sb) / len(sa | sb)
+    assert V.similarity(a, b, n) == pytest.approx(expected)
