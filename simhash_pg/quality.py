@@ -491,7 +491,10 @@ def measure_set(
             secs[what] = round(time.perf_counter() - t, 2)
 
     first, *rest = schemes
-    dist = timed(f"fingerprints {first}", lambda: fingerprint_distances(ps, first, workers))
+    dist = timed(
+        f"fingerprints {get_scheme(first).name}",
+        lambda: fingerprint_distances(ps, first, workers),
+    )
     res = SetResult(
         ps,
         dist,
