@@ -827,6 +827,19 @@ class SimhashStore:
             ):
                 raise ValueError("bulk_load needs an empty store; use add_many instead")
             conn.execute("TRUNCATE simhash_documents RESTART IDENTITY")
+            # Constraints too: the primary key is built faster afterwards, and
+            # the duplicate_of foreign key would queue a trigger event per row.
+            constraints = conn.execute(
+                "SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint"
+                " WHERE conrelid = 'simhash_documents'::regclass AND contype IN ('f', 'p')"
+                " ORDER BY contype"  # f before p: the key depends on the primary key
+            ).fetchall()
+            for name, _, _ in constraints:
+                conn.execute(
+                    psycopg.sql.SQL("ALTER TABLE simhash_documents DROP CONSTRAINT {}").format(
+                        psycopg.sql.Identifier(name)
+                    )
+                )
             indexdefs = [
                 (r[0], r[1])
                 for r in conn.execute(
@@ -877,8 +890,15 @@ class SimhashStore:
                 )
             phase = {"copy": time.perf_counter() - clock}
             clock = time.perf_counter()
+            readd = psycopg.sql.SQL("ALTER TABLE simhash_documents ADD CONSTRAINT {} {}")
+            for name, _, ddl in reversed(constraints):  # primary key first
+                if _ == "p":
+                    conn.execute(readd.format(psycopg.sql.Identifier(name), psycopg.sql.SQL(ddl)))
             for _, ddl in indexdefs:
                 conn.execute(ddl)
+            for name, kind, ddl in constraints:
+                if kind == "f":
+                    conn.execute(readd.format(psycopg.sql.Identifier(name), psycopg.sql.SQL(ddl)))
             phase["index builds"] = time.perf_counter() - clock
             clock = time.perf_counter()
         # COPY FREEZE set the visibility map already (PG 14+); VACUUM finds

@@ -244,12 +244,20 @@ def test_add_many_texts_in_parallel(store: SimhashStore) -> None:
     assert total.duplicates >= 5
 
 
+CONSTRAINTS = (
+    "SELECT conname, contype, convalidated, pg_get_constraintdef(oid) FROM pg_constraint"
+    " WHERE conrelid = 'simhash_documents'::regclass ORDER BY 1"
+)
+
+
 def test_bulk_load_fills_an_empty_store_and_rebuilds_indexes(store: SimhashStore) -> None:
     conn = store.connection
     before = conn.execute(
         "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'simhash_documents'"
         " ORDER BY 1"
     ).fetchall()
+    constraints = conn.execute(CONSTRAINTS).fetchall()
+    assert {c[1] for c in constraints} >= {"f", "p"}
     rnd = random.Random(5)
     fps = [rnd.getrandbits(64) for _ in range(5000)]
     assert store.bulk_load(fps, batch_size=1500) == 5000
@@ -258,6 +266,7 @@ def test_bulk_load_fills_an_empty_store_and_rebuilds_indexes(store: SimhashStore
         " ORDER BY 1"
     ).fetchall()
     assert after == before
+    assert conn.execute(CONSTRAINTS).fetchall() == constraints
     assert store.count() == 5000
     assert [m.id for m in store.near(fps[1234], k=0)] == [1235]
     assert store.add(12345).id == 5001  # the identity continues after the loaded ids
