@@ -30,8 +30,9 @@ from simhash_pg.schemes import Scheme
 
 __all__ = [
     "HASH_SEED",
-    "Features",
+    "ArrayFeatures",
     "chars_gram_hash",
+    "clear_caches",
     "extract_hashed",
     "extract_named",
     "feature_hash",
@@ -42,7 +43,8 @@ __all__ = [
 # Part of every scheme's definition (version 1): never change it.
 HASH_SEED = 0x5348_5047_0000_0001
 
-Features = tuple[list[str], list[int], list[float]]
+# (feature names, their hashes, their weights), distinct features, any order.
+ArrayFeatures = tuple[list[str], npt.NDArray[np.uint64], npt.NDArray[np.float64]]
 
 _xxh = xxhash.xxh3_64_intdigest
 
@@ -164,8 +166,9 @@ class _Jieba:
         self.idf = idf
         values = sorted(idf.values())
         self.median_idf = values[len(values) // 2]  # jieba's own definition
-        # token -> (hash, idf); idf 0.0 marks a dropped token.
-        self.cache: dict[str, tuple[int, float]] = {}
+        # Per-token caches, so a corpus hashes each word once.
+        self.hashes: dict[str, int] = {}
+        self.idfs: dict[str, float] = {}
 
     @classmethod
     def get(cls) -> _Jieba:
@@ -177,15 +180,26 @@ class _Jieba:
                 inst = cls._instance
         return inst
 
-    def entry(self, token: str) -> tuple[int, float]:
-        if token in _ZH_DROP or _ALNUM_RUN.search(token) is None:
-            e: tuple[int, float] = (0, 0.0)
-        else:
-            e = (feature_hash(token), self.idf.get(token, self.median_idf))
-        if len(self.cache) >= _CACHE_LIMIT:
-            self.cache.clear()
-        self.cache[token] = e
-        return e
+    def fill(self, tokens: list[str]) -> None:
+        """Cache hash and IDF of new tokens; IDF 0.0 marks a dropped token."""
+        if len(self.idfs) + len(tokens) > _CACHE_LIMIT:
+            self.idfs.clear()
+            self.hashes.clear()
+        idf, median = self.idf, self.median_idf
+        for tok in tokens:
+            if tok in _ZH_DROP or _ALNUM_RUN.search(tok) is None:
+                self.hashes[tok], self.idfs[tok] = 0, 0.0
+            else:
+                self.hashes[tok], self.idfs[tok] = feature_hash(tok), idf.get(tok, median)
+
+
+def clear_caches() -> None:
+    """Forget the per-process hash and IDF caches (for cold-start benchmarks)."""
+    _hash_cache.clear()
+    _char_hash.clear()
+    if _Jieba._instance is not None:
+        _Jieba._instance.hashes.clear()
+        _Jieba._instance.idfs.clear()
 
 
 def warm_up(scheme: Scheme) -> None:
@@ -201,29 +215,35 @@ def warm_up(scheme: Scheme) -> None:
         _t2s("漢")
 
 
-def _zh_tfidf(text: str, scheme: Scheme) -> Features:
+def _zh_tfidf(text: str, scheme: Scheme) -> ArrayFeatures:
     jb = _Jieba.get()
     counts: Counter[str] = Counter()
     cut = jb.tokenizer.cut
     for piece in _chunks(text):
         counts.update(cut(piece, HMM=scheme.hmm))
-    get = jb.cache.get
-    entry = jb.entry
-    feats: list[str] = []
-    hashes: list[int] = []
-    weights: list[float] = []
-    for tok, tf in counts.items():
-        e = get(tok) or entry(tok)
-        if e[1]:
-            feats.append(tok)
-            hashes.append(e[0])
-            weights.append(tf * e[1])
-    if scheme.top_n is not None and len(feats) > scheme.top_n:
-        order = sorted(range(len(feats)), key=lambda i: (-weights[i], feats[i]))[: scheme.top_n]
-        feats = [feats[i] for i in order]
-        hashes = [hashes[i] for i in order]
-        weights = [weights[i] for i in order]
-    return feats, hashes, weights
+    toks = list(counts)
+    idfs = jb.idfs
+    missing = [t for t in toks if t not in idfs]
+    if missing:
+        jb.fill(missing)
+        idfs = jb.idfs  # fill() may have started afresh
+        missing = [t for t in toks if t not in idfs]
+        if missing:  # the cache was cleared mid-way: fill what this text needs
+            jb.fill(missing)
+    # C-level iteration only: per-token Python work is the cost to keep down.
+    size = len(toks)
+    idf = np.fromiter(map(idfs.__getitem__, toks), np.float64, size)
+    hashes = np.fromiter(map(jb.hashes.__getitem__, toks), np.uint64, size)
+    weights = np.fromiter(counts.values(), np.float64, size) * idf
+    keep = idf > 0
+    hashes, weights = hashes[keep], weights[keep]
+    names = [t for t, k in zip(toks, keep.tolist(), strict=True) if k]
+    if scheme.top_n is not None and len(names) > scheme.top_n:
+        wl = weights.tolist()
+        order = sorted(range(len(names)), key=lambda i: (-wl[i], names[i]))[: scheme.top_n]
+        names = [names[i] for i in order]
+        hashes, weights = hashes[order], weights[order]
+    return names, hashes, weights
 
 
 # --------------------------------------------------------------------------
@@ -232,25 +252,22 @@ def _zh_tfidf(text: str, scheme: Scheme) -> Features:
 _hash_cache: dict[str, int] = {}
 
 
-def _hashed(counts: Counter[str], weight: str) -> Features:
+def _hashed(counts: Counter[str], weight: str) -> ArrayFeatures:
     cache = _hash_cache
-    if len(cache) >= _CACHE_LIMIT:
+    names = list(counts)
+    missing = [f for f in names if f not in cache]
+    if len(cache) + len(missing) > _CACHE_LIMIT:
         cache.clear()
-    feats = list(counts)
-    hashes: list[int] = []
-    append = hashes.append
-    get = cache.get
-    for f in feats:
-        h = get(f)
-        if h is None:
-            h = cache[f] = feature_hash(f)
-        append(h)
+        missing = names
+    for f in missing:
+        cache[f] = feature_hash(f)
+    hashes = np.fromiter(map(cache.__getitem__, names), np.uint64, len(names))
     if weight == "binary":
-        return feats, hashes, [1.0] * len(feats)
-    return feats, hashes, [float(c) for c in counts.values()]
+        return names, hashes, np.ones(len(names))
+    return names, hashes, np.fromiter(counts.values(), np.float64, len(names))
 
 
-def _words(text: str, scheme: Scheme) -> Features:
+def _words(text: str, scheme: Scheme) -> ArrayFeatures:
     findall = (_ASCII_WORD if text.isascii() else _word_re()).findall
     counts: Counter[str] = Counter()
     for piece in _chunks(text):
@@ -420,7 +437,7 @@ def extract_hashed(text: str, scheme: Scheme) -> HashedFeatures:
         c = _concrete_chars(scheme, stripped)
         return _chars_hashed(stripped, c.n, c.weight)
     _, hashes, weights = (_zh_tfidf if scheme.name == "zh-tfidf" else _words)(text, scheme)
-    return np.array(hashes, dtype=np.uint64), np.array(weights, dtype=np.float64)
+    return hashes, weights
 
 
 def extract_named(text: str, scheme: Scheme) -> list[tuple[str, float]]:
@@ -430,4 +447,4 @@ def extract_named(text: str, scheme: Scheme) -> list[tuple[str, float]]:
         c = _concrete_chars(scheme, stripped)
         return _chars_named(stripped, c.n, c.weight)
     feats, _, weights = (_zh_tfidf if scheme.name == "zh-tfidf" else _words)(text, scheme)
-    return list(zip(feats, weights, strict=True))
+    return list(zip(feats, weights.tolist(), strict=True))

@@ -41,6 +41,7 @@ from simhash_pg.schemes import Scheme, get_scheme
 __all__ = ["Fingerprinter", "NoFeaturesError", "fingerprint", "vote"]
 
 _WEIGHT_SCALE = 1 << 16
+_SMALL_VOTE = 2048
 # _BYTE_BITS[v, j] = bit j of byte value v.
 _BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little")
 _BYTE_BITS = _BYTE_BITS.astype(np.float64)
@@ -83,14 +84,18 @@ def vote(
         raise ValueError("weights must be finite and >= 0")
     if total >= _EXACT_LIMIT:
         raise ValueError("weights too large: their total must stay below 2**36")
-    # Weighted histogram of each of the 8 bytes of the hashes, then a
-    # 256 x 8 table turns byte counts into per-bit sums: 8 passes over the
-    # features instead of materialising a features x 64 bit matrix.
     by = np.ascontiguousarray(h, dtype="<u8").view(np.uint8).reshape(-1, 8)
-    ones = np.empty(64, dtype=np.float64)
-    for k in range(8):
-        hist = np.bincount(by[:, k], weights=w, minlength=256)
-        ones[8 * k : 8 * k + 8] = hist @ _BYTE_BITS
+    if len(h) <= _SMALL_VOTE:
+        # Few features: one features x 64 bit matrix and a matrix product.
+        bits = np.unpackbits(by, axis=1, bitorder="little")  # column j = bit j
+        ones = w @ bits.astype(np.float64)
+    else:
+        # Many: a weighted histogram of each of the 8 bytes, then a 256 x 8
+        # table turns byte sums into bit sums. 8 passes, no N x 64 matrix.
+        ones = np.empty(64, dtype=np.float64)
+        for k in range(8):
+            hist = np.bincount(by[:, k], weights=w, minlength=256)
+            ones[8 * k : 8 * k + 8] = hist @ _BYTE_BITS
     sums = 2.0 * ones - total  # (+w where 1) + (-w where 0), exact integers
     packed = np.packbits(sums > 0, bitorder="little")
     return int(packed.view("<u8")[0])

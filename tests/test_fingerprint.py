@@ -257,6 +257,14 @@ def test_vote_matches_naive_per_bit_loop(pairs: list[tuple[int, float]]) -> None
     assert vote([hashes[i] for i in order], [weights[i] for i in order]) == vote(hashes, weights)
 
 
+@pytest.mark.parametrize("n", [1, 2047, 2048, 2049, 5000])
+def test_vote_paths_for_few_and_many_features(n: int) -> None:
+    rng = random.Random(n)
+    hashes = [rng.getrandbits(64) for _ in range(n)]
+    weights = [rng.choice([0.5, 1.0, 3.25, 12.0]) for _ in range(n)]
+    assert vote(hashes, weights) == _naive_vote(hashes, weights)
+
+
 def test_tie_rule_zero_sum_gives_zero_bit() -> None:
     x = 0x0123_4567_89AB_CDEF
     # Complementary hashes with equal weights: every bit sums to exactly 0.
