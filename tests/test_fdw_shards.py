@@ -212,3 +212,13 @@ def test_coordinator_plans_run_on_the_shards(cluster: Cluster, k: int) -> None:
     if k <= 15:  # the block probes, as a parameter or a folded constant
         for i in range(4):
             assert all(re.search(rf"b{i} = ANY \((\$\d|'\{{)", r) for r in remote), remote
+
+
+def test_lookups_by_id_prune_to_one_shard(cluster: Cluster) -> None:
+    with psycopg.connect(cluster.coordinator) as conn:
+        plan = "\n".join(r[0] for r in conn.execute(
+            "EXPLAIN (VERBOSE, COSTS OFF) SELECT * FROM simhash_documents WHERE id = 5"
+        ))
+        row = conn.execute("SELECT fingerprint FROM simhash_documents WHERE id = 5").fetchone()
+    assert plan.count("Foreign Scan") == 1 and "WHERE ((id = 5))" in plan, plan
+    assert row is not None and row[0] == _signed(cluster.stored[4:5])[0]
