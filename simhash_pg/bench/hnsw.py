@@ -520,7 +520,7 @@ def format_table(rows: Sequence[Measurement]) -> str:
 @click.option("--m", "m", type=click.IntRange(2, 100), default=16, show_default=True)
 @click.option("--ef-construction", type=click.IntRange(4, 1000), default=64,
               show_default=True)
-@click.option("--skew", is_flag=True, help="10%% of documents in 1%% of the block values.")
+@click.option("--skew", is_flag=True, help="10% of documents in 1% of the block values.")
 @click.option("--no-hnsw", is_flag=True,
               help="Skip the HNSW build: only simhash_near and candidate counts.")
 @click.option("--candidates-k", type=click.IntRange(0, 15), multiple=True,
