@@ -15,6 +15,7 @@ import click
 # command name -> "module:attribute" of a click.Command
 _COMMANDS: dict[str, str] = {
     "bench": "simhash_pg.bench:bench",
+    "fingerprint": "simhash_pg.commands.fingerprint:command",
     "dedup": "simhash_pg.commands.dedup:command",
     "eval": "simhash_pg.commands.eval:command",
     "demo": "simhash_pg.commands.demo:command",

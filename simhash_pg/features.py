@@ -10,9 +10,9 @@ IDF are cached per process, so a corpus pays for hashing a word once.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
-import sys
 import threading
 import unicodedata
 import warnings
@@ -71,7 +71,9 @@ def _mark_class() -> str:
     decomposed Latin words apart.
     """
     ranges: list[tuple[int, int]] = []
-    for cp in range(sys.maxunicode + 1):
+    # Marks live only in planes 0-1 and in plane 14 (variation selectors);
+    # scanning just those is 8x quicker than all of Unicode.
+    for cp in itertools.chain(range(0x20000), range(0xE0000, 0xE1000)):
         if unicodedata.category(chr(cp)) in ("Mn", "Mc", "Me"):
             if ranges and ranges[-1][1] == cp - 1:
                 ranges[-1] = (ranges[-1][0], cp)
@@ -130,6 +132,15 @@ def _chunks(text: str) -> Iterable[str]:
 _ZH_DROP = frozenset("的 了 是 在 和 与 及 或 而 之 着 也 就 都 把 被".split())
 
 
+def import_jieba() -> Any:
+    """``import jieba`` without its invalid-escape warnings (old regex literals)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", SyntaxWarning)
+        import jieba
+    return jieba
+
+
 class _Jieba:
     """A private jieba tokenizer and IDF table, loaded once per process.
 
@@ -141,11 +152,7 @@ class _Jieba:
     _instance: _Jieba | None = None
 
     def __init__(self) -> None:
-        with warnings.catch_warnings():
-            # jieba's regex literals trip invalid-escape warnings on first compile.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            warnings.simplefilter("ignore", SyntaxWarning)
-            import jieba
+        jieba = import_jieba()
 
         logger = logging.getLogger("jieba")
         level = logger.level

@@ -468,3 +468,15 @@ def test_fifty_megabytes() -> None:
 def test_array_of_hashes_accepted() -> None:
     h = np.array([1, 2, 3], dtype=np.uint64)
     assert vote(h, np.ones(3)) == vote([1, 2, 3], [1.0, 1.0, 1.0])
+
+
+def test_mark_scan_covers_every_combining_mark() -> None:
+    import sys
+    import unicodedata
+
+    marks = [
+        c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in ("Mn", "Mc", "Me")
+    ]
+    word = features_mod._word_re()
+    assert all(word.fullmatch("a" + chr(c)) for c in marks)
+    assert features_mod.strip_to_alnum("हिन्दी, naïve") == "हिन्दीnaïve"

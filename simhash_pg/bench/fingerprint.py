@@ -55,7 +55,9 @@ def _corpus(lang: str, eval_dir: Path) -> list[str] | None:
 
 def _generated(lang: str, rng: random.Random) -> list[str]:
     if lang == "zh":
-        import jieba
+        from simhash_pg.features import import_jieba
+
+        jieba = import_jieba()
 
         words: list[str] = []
         freqs: list[int] = []
@@ -117,10 +119,15 @@ def run(
     eval_dir: Path | None = None,
     echo: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    import jieba
-    import simhash as pypi_simhash
+    import warnings
 
-    from simhash_pg.features import clear_caches, feature_hash
+    from simhash_pg.features import clear_caches, feature_hash, import_jieba
+
+    jieba = import_jieba()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # its old regex literals
+        import simhash as pypi_simhash
+
     from simhash_pg.fingerprint import Fingerprinter, _cpu_count, vote
 
     ncores = workers or _cpu_count()

@@ -1,0 +1,147 @@
+"""``simhash-pg fingerprint``: fingerprints of texts, without a database.
+
+    simhash-pg fingerprint "第一段文字" "第二段文字"      # two texts and their distance
+    simhash-pg fingerprint -i docs.jsonl --json          # one JSON object per document
+    simhash-pg fingerprint --explain 10 "some text"      # and its 10 heaviest features
+
+Exit codes: 0 done, 1 done but some documents had no features or could not
+be read, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+
+@click.command("fingerprint")
+@click.argument("texts", nargs=-1)
+@click.option(
+    "-i",
+    "--input",
+    "inputs",
+    multiple=True,
+    metavar="PATH",
+    help="Read documents from a file, a directory or - (stdin); repeatable. "
+    "Formats as for dedup: .jsonl, .csv, .tsv, else one document per line.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "csv", "tsv", "lines"]),
+    default=None,
+    help="Input format, when the file name does not say.",
+)
+@click.option(
+    "--text-field", default="text", show_default=True, help="JSON/CSV field holding the text."
+)
+@click.option(
+    "--scheme",
+    default=None,
+    help="Fingerprint scheme: auto (default), zh-tfidf, words, chars, with "
+    "parameters (chars:n=4) or as a JSON dict.",
+)
+@click.option(
+    "--explain",
+    type=click.IntRange(0),
+    default=0,
+    metavar="N",
+    help="Also show each document's N heaviest features.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="One JSON object per document: fingerprint (unsigned), hex, bigint "
+    "(the signed value PostgreSQL stores), blocks.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1),
+    default=None,
+    help="Processes for big inputs (default: all cores when it pays).",
+)
+def command(
+    texts: tuple[str, ...],
+    inputs: tuple[str, ...],
+    fmt: str | None,
+    text_field: str,
+    scheme: str | None,
+    explain: int,
+    as_json: bool,
+    workers: int | None,
+) -> None:
+    """Print the 64-bit SimHash fingerprint of each text (no database needed)."""
+    from simhash_pg.bits import blocks, hamming, to_signed
+    from simhash_pg.fingerprint import Fingerprinter, NoFeaturesError
+    from simhash_pg.inputs import BadRecord, InputError, read_inputs
+
+    try:
+        spec: Any = json.loads(scheme) if scheme and scheme.strip().startswith("{") else scheme
+        fp = Fingerprinter(spec)
+    except (ValueError, TypeError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--scheme") from exc
+    if not texts and not inputs:
+        if sys.stdin.isatty():
+            raise click.UsageError("give texts as arguments, or --input PATH (- for stdin)")
+        inputs = ("-",)
+
+    keys: list[str] = [f"arg{i + 1}" for i in range(len(texts))]
+    docs: list[str] = list(texts)
+    problems: list[tuple[str, str]] = []
+    try:
+        for rec in read_inputs(inputs, fmt=fmt, text_field=text_field):
+            if isinstance(rec, BadRecord):
+                problems.append((rec.where, rec.reason))
+                continue
+            keys.append(rec.key or rec.where)
+            docs.append(rec.text)
+    except InputError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+    fps = fp.fingerprint_many(docs, workers=workers, on_error="none")
+    if not as_json:
+        click.echo(f"scheme: {fp.scheme.to_json()}", err=True)
+    for key, text, value in zip(keys, docs, fps, strict=True):
+        if value is None:
+            problems.append((key, "no features (empty, or only white space/punctuation)"))
+            if as_json:
+                click.echo(
+                    json.dumps(
+                        {"key": key, "fingerprint": None, "error": "no features"},
+                        ensure_ascii=False,
+                    )
+                )
+            continue
+        top: list[tuple[str, float]] = []
+        if explain:
+            try:
+                top = fp.features(text)[:explain]
+            except NoFeaturesError:  # pragma: no cover - fingerprinted above
+                top = []
+        if as_json:
+            out: dict[str, Any] = {
+                "key": key,
+                "fingerprint": value,
+                "hex": f"{value:016x}",
+                "bigint": to_signed(value),
+                "blocks": list(blocks(value)),
+            }
+            if explain:
+                out["features"] = [[f, round(w, 4)] for f, w in top]
+            click.echo(json.dumps(out, ensure_ascii=False))
+        else:
+            click.echo(f"{value:016x}  {key}")
+            for feat, weight in top:
+                click.echo(f"    {weight:10.4f}  {feat}")
+    if len(fps) == 2 and None not in fps and not as_json:
+        a, b = fps
+        assert a is not None and b is not None
+        click.echo(f"distance: {hamming(a, b)}")
+    for where, reason in problems:
+        click.echo(f"skipped {where}: {reason}", err=True)
+    if problems:
+        sys.exit(1)
