@@ -25,20 +25,28 @@ every empty document a duplicate of every other.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
+import xxhash
 
-from simhash_pg.features import extract_hashed, extract_named, resolve_auto, warm_up
+from simhash_pg.features import (
+    HASH_SEED,
+    extract_hashed,
+    extract_named,
+    resolve_auto,
+    warm_up,
+)
 from simhash_pg.normalize import ensure_str, normalize
 from simhash_pg.schemes import Scheme, get_scheme
 
-__all__ = ["Fingerprinter", "NoFeaturesError", "fingerprint", "vote"]
+__all__ = ["Fingerprinter", "NoFeaturesError", "fingerprint", "fingerprint_features", "vote"]
 
 _WEIGHT_SCALE = 1 << 16
 _SMALL_VOTE = 2048
@@ -99,6 +107,21 @@ def vote(
     sums = 2.0 * ones - total  # (+w where 1) + (-w where 0), exact integers
     packed = np.packbits(sums > 0, bitorder="little")
     return int(packed.view("<u8")[0])
+
+
+def fingerprint_features(features: Iterable[tuple[str, float]] | Mapping[str, float]) -> int:
+    """The SimHash of features you weighted yourself: ``[(feature, weight), ...]``.
+
+    Each feature is hashed as ``zh-tfidf`` and ``words`` hash theirs (xxh3_64
+    of its UTF-8, fixed seed), so feeding back ``Fingerprinter("zh-tfidf")
+    .features(text)`` gives that scheme's fingerprint of ``text``. (``chars``
+    shingles use a different, vectorised hash.) Duplicate features add up.
+    """
+    items = list(features.items() if isinstance(features, Mapping) else features)
+    if not items:
+        raise NoFeaturesError(_NO_FEATURES)
+    xxh, seed = xxhash.xxh3_64_intdigest, HASH_SEED
+    return vote([xxh(f.encode("utf-8"), seed) for f, _ in items], [w for _, w in items])
 
 
 class Fingerprinter:
@@ -240,10 +263,14 @@ def _parallel(
     size = max(1, min(512, len(items) // (n * 4) or 1))
     chunks = [(fp.scheme, items[i : i + size], on_error) for i in range(0, len(items), size)]
     _worker_fp = fp
+    # Frozen objects are skipped by the children's garbage collector, which
+    # would otherwise write to (and so copy) every page of the inherited heap.
+    gc.freeze()
     try:
         with ctx.Pool(n) as pool:
             parts = pool.map(_work, chunks, chunksize=1)
     finally:
+        gc.unfreeze()
         _worker_fp = None
     return [x for part in parts for x in part]
 

@@ -480,3 +480,14 @@ def test_mark_scan_covers_every_combining_mark() -> None:
     word = features_mod._word_re()
     assert all(word.fullmatch("a" + chr(c)) for c in marks)
     assert features_mod.strip_to_alnum("हिन्दी, naïve") == "हिन्दीnaïve"
+
+
+def test_fingerprint_features_matches_the_word_schemes() -> None:
+    from simhash_pg.fingerprint import fingerprint_features
+
+    for spec, text in (("zh-tfidf", ZH), ("words", EN), ("zh-tfidf:top_n=3", ZH)):
+        f = Fingerprinter(spec)
+        assert fingerprint_features(f.features(text)) == f.fingerprint(text)
+        assert fingerprint_features(dict(f.features(text))) == f.fingerprint(text)
+    with pytest.raises(NoFeaturesError):
+        fingerprint_features([])
