@@ -82,21 +82,20 @@ def vote(
     does not depend on the order of the features or how NumPy adds.
     """
     h = np.asarray(hashes, dtype=np.uint64)
-    w = np.rint(np.asarray(weights, dtype=np.float64) * _WEIGHT_SCALE)
+    w = np.asarray(weights, dtype=np.float64) * _WEIGHT_SCALE
+    np.rint(w, out=w)
     if h.shape != w.shape or h.ndim != 1:
         raise ValueError("hashes and weights must be 1-d and of equal length")
     if not len(h):
         raise ValueError("no features to vote with")
     total = float(w.sum())
-    if not (np.isfinite(total) and float(w.min()) >= 0):
-        raise ValueError("weights must be finite and >= 0")
-    if total >= _EXACT_LIMIT:
-        raise ValueError("weights too large: their total must stay below 2**36")
+    if not 0.0 <= total < _EXACT_LIMIT or float(w.min()) < 0.0:  # NaN fails too
+        raise ValueError("weights must be finite, >= 0 and total below 2**36")
     by = np.ascontiguousarray(h, dtype="<u8").view(np.uint8).reshape(-1, 8)
     if len(h) <= _SMALL_VOTE:
         # Few features: one features x 64 bit matrix and a matrix product.
         bits = np.unpackbits(by, axis=1, bitorder="little")  # column j = bit j
-        ones = w @ bits.astype(np.float64)
+        ones = w @ bits
     else:
         # Many: a weighted histogram of each of the 8 bytes, then a 256 x 8
         # table turns byte sums into bit sums. 8 passes, no N x 64 matrix.
@@ -104,9 +103,9 @@ def vote(
         for k in range(8):
             hist = np.bincount(by[:, k], weights=w, minlength=256)
             ones[8 * k : 8 * k + 8] = hist @ _BYTE_BITS
-    sums = 2.0 * ones - total  # (+w where 1) + (-w where 0), exact integers
-    packed = np.packbits(sums > 0, bitorder="little")
-    return int(packed.view("<u8")[0])
+    # Bit sum = (+w where 1) + (-w where 0) = 2 * ones - total: exact integers.
+    packed = np.packbits(2.0 * ones > total, bitorder="little")
+    return int.from_bytes(packed.tobytes(), "little")
 
 
 def fingerprint_features(features: Iterable[tuple[str, float]] | Mapping[str, float]) -> int:
