@@ -80,6 +80,8 @@ class Scheme:
         ``zh-tfidf``: keep only the ``top_n`` heaviest words (None: all).
     hmm
         ``zh-tfidf``: let jieba's HMM find words missing from its dictionary.
+        Off by default: on the eval set it left the AUC unchanged (0.9751 both,
+        mean of 5 hash seeds) and costs jieba about a third more time.
     n
         ``chars``/``auto``: shingle length in characters.
     weight
@@ -95,7 +97,7 @@ class Scheme:
     html: bool = False
     t2s: bool = True
     top_n: int | None = None
-    hmm: bool = True
+    hmm: bool = False
     n: int = 5
     weight: str = ""
     short: int = 50

@@ -165,7 +165,7 @@ def test_scheme_dict_shapes() -> None:
         "html": False,
         "t2s": True,
         "top_n": None,
-        "hmm": True,
+        "hmm": False,
     }
     assert get_scheme("chars:n=4").to_dict()["weight"] == "binary"
     assert get_scheme("words").to_dict()["weight"] == "tf"
