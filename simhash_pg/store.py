@@ -58,6 +58,7 @@ __all__ = [
 OnDuplicate = Literal["skip", "link"]
 _SIGN = 1 << 63
 _WRAP = 1 << 64
+_STORE_LOCK = 1397246980  # advisory lock key (with 0) shared with simhash_add
 MAX_K = 64
 DEFAULT_BATCH = 5000
 
@@ -286,6 +287,9 @@ class SimhashStore:
     migrate:
         Create or upgrade the schema on open (default). False: raise
         :class:`SchemaVersionError` and ask for ``simhash-pg db upgrade``.
+    lock_batches:
+        add_many(dedup=True) batches exclude concurrent adds and batches
+        (store-wide advisory lock), making bulk dedup race-free.
     """
 
     def __init__(
@@ -298,11 +302,17 @@ class SimhashStore:
         on_duplicate: OnDuplicate = "skip",
         migrate: bool = True,
         connect_timeout: int = 10,
+        lock_batches: bool = False,
     ) -> None:
         self.k = _check_k(k)
         if on_duplicate not in ("skip", "link"):
             raise ValueError(f"on_duplicate must be 'skip' or 'link', got {on_duplicate!r}")
         self.on_duplicate: OnDuplicate = on_duplicate
+        # add_many(dedup=True) batches take the store-wide advisory lock, so
+        # that batches and adds running side by side never store two
+        # near-duplicates. Off until issue 5's tests expect it (they mark the
+        # unlocked behaviour as a strict xfail); measured cost: see README.
+        self.lock_batches = lock_batches
         self._dsn = self._resolve_dsn(dsn, engine)
         self._conn = self._connect(self._dsn, connect_timeout)
         try:
@@ -720,6 +730,9 @@ class SimhashStore:
         for attempt in range(3):
             try:
                 with self._conn.transaction():
+                    if dedup and self.lock_batches:
+                        # excludes adds and other batches until commit (see simhash_add)
+                        self._conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", [_STORE_LOCK])
                     return self._write_batch(prepared, errors, dedup, k, policy)
             except psycopg.errors.UniqueViolation:
                 # a key stored by another writer since the look-up: look again

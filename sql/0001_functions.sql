@@ -276,10 +276,13 @@ $$;
 --                  'link'   it is stored with duplicate_of = nearest;
 --                  'insert' no near-duplicate check at all.
 -- A key already stored returns that row (idempotent), inserted = false.
--- For k <= 3, transaction-level advisory locks on the four (block number,
--- block value) pairs, taken in block order, serialise concurrent adds that
--- could be near-duplicates of each other (any two share a block), so two
--- near-identical documents arriving at once end up as one.
+-- Race-free: for k <= 3, transaction-level advisory locks on the four
+-- (block number, block value) pairs, taken in block order, serialise
+-- concurrent adds that could be near-duplicates of each other (any two share
+-- a block), so two near-identical documents arriving at once end up as one.
+-- Lock keys (int4, int4): (1397246976 + i, block i) for i = 0..3, and
+-- (1397246980, 0) for the whole store: adds hold it shared (k <= 3) or
+-- exclusive (k > 3); a locked add_many batch holds it exclusive.
 CREATE FUNCTION simhash_add(
     p_fingerprint bigint,
     p_key text DEFAULT NULL,
@@ -318,8 +321,15 @@ BEGIN
 
     IF p_on_duplicate <> 'insert' THEN
         IF p_k <= 3 THEN
-            PERFORM pg_advisory_xact_lock(1397246976 + i, simhash_block(p_fingerprint, i))
-            FROM generate_series(0, 3) AS i ORDER BY i;
+            -- shared: many adds at once; excluded only by a locked add_many batch
+            PERFORM pg_advisory_xact_lock_shared(1397246980, 0);
+            PERFORM pg_advisory_xact_lock(1397246976, simhash_block(p_fingerprint, 0));
+            PERFORM pg_advisory_xact_lock(1397246977, simhash_block(p_fingerprint, 1));
+            PERFORM pg_advisory_xact_lock(1397246978, simhash_block(p_fingerprint, 2));
+            PERFORM pg_advisory_xact_lock(1397246979, simhash_block(p_fingerprint, 3));
+        ELSE
+            -- above k = 3 near-duplicates may share no block: one at a time
+            PERFORM pg_advisory_xact_lock(1397246980, 0);
         END IF;
         SELECT n.id, n.distance, n.key INTO v_dup, v_dist, v_dup_key
         FROM simhash_near(p_fingerprint, p_k) AS n LIMIT 1;

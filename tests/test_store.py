@@ -388,3 +388,32 @@ def test_default_store_starts_and_reuses_the_embedded_server(
             assert s.dsn == dsn and s.get("one") is not None
     finally:
         LocalServer(home).destroy()
+
+
+def test_locked_batches_wait_for_the_store_lock_and_adds_wait_for_batches(
+    store: SimhashStore, pg_dsn: str
+) -> None:
+    """The lock protocol of simhash_add and add_many(lock_batches=True)."""
+    import threading
+
+    def finishes_within(func: Any, seconds: float) -> tuple[bool, threading.Thread]:
+        t = threading.Thread(target=func)
+        t.start()
+        t.join(seconds)
+        return not t.is_alive(), t
+
+    with psycopg.connect(pg_dsn) as holder:  # plays a batch in progress
+        holder.execute("SELECT pg_advisory_xact_lock(1397246980, 0)")
+        with SimhashStore(pg_dsn, lock_batches=True) as locked, \
+                SimhashStore(pg_dsn) as unlocked, SimhashStore(pg_dsn) as adder:
+            far = [0x1111_2222_3333_4444, 0x5555_6666_7777_8888]
+            done, _ = finishes_within(lambda: unlocked.add_many(far), 5)
+            assert done  # unlocked batches do not wait (the race issue 5 removes)
+            done_b, tb = finishes_within(lambda: locked.add_many([0x9999_AAAA_BBBB_CCCC]), 1)
+            done_a, ta = finishes_within(lambda: adder.add(0xDDDD_EEEE_FFFF_0000), 1)
+            assert not done_b and not done_a  # both wait for the batch in progress
+            holder.commit()
+            tb.join(10)
+            ta.join(10)
+            assert not tb.is_alive() and not ta.is_alive()
+    assert store.count() == 4
