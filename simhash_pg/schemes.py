@@ -73,9 +73,18 @@ class Scheme:
         of ``n`` characters, or of ``short_n`` characters when the text has
         fewer than ``short`` letters and digits (titles, messages).
     html
-        Strip HTML markup and decode entities before anything else.
+        Strip HTML markup and decode entities before anything else. Off by
+        default and meant for HTML input only: in plain text, "<" followed by
+        a letter opens a tag, and everything up to the next ">" (or the end of
+        the text) is dropped ("x <y and more" -> "x"). On the eval set it left
+        the AUC unchanged; on HTML-wrapped articles it took the distance to
+        the plain text from a median of 5-7 bits to 0.
     t2s
-        Fold traditional Chinese to simplified (OpenCC ``t2s``).
+        Fold traditional Chinese to simplified (OpenCC ``t2s``). On by default:
+        it took traditional copies of 300 articles from a median distance of
+        28 bits to 0, cost about 0.01 ms per 700-character text, and left the
+        eval AUC unchanged. Character-level only: regional vocabulary
+        (線上 vs 在线) stays different.
     top_n
         ``zh-tfidf``: keep only the ``top_n`` heaviest words (None: all).
     hmm

@@ -306,6 +306,9 @@ def test_normalize_rules() -> None:
     assert normalize("漢字", t2s=False) == "漢字"
     assert normalize("<p>a &amp; b</p><p>c</p><script>x()</script>", html=True) == "a & b c"
     assert normalize("<p>a</p>", html=False) == "<p>a</p>"
+    # Why html is off by default: on plain text a "<" can swallow the rest.
+    assert normalize("x <y and more", html=True) == "x"
+    assert normalize("x <y and more") == "x <y and more"
 
 
 def test_nul_is_white_space() -> None:
