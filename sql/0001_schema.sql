@@ -27,11 +27,18 @@ CREATE TABLE simhash_documents (
 CREATE UNIQUE INDEX simhash_documents_key_key ON simhash_documents (key) WHERE key IS NOT NULL;
 
 -- Block indexes: (b_i, fingerprint) so that candidate checks are index-only
--- scans (no heap visit per candidate). See the bench figures in the README.
-CREATE INDEX simhash_documents_b0_idx ON simhash_documents (b0, fingerprint);
-CREATE INDEX simhash_documents_b1_idx ON simhash_documents (b1, fingerprint);
-CREATE INDEX simhash_documents_b2_idx ON simhash_documents (b2, fingerprint);
-CREATE INDEX simhash_documents_b3_idx ON simhash_documents (b3, fingerprint);
+-- scans (no heap visit per candidate): measured at 1M rows, p50 0.13 ms vs
+-- 0.26 ms for (b_i) alone, for 126 vs 34 bytes/row of block indexes
+-- (`simhash-pg bench store --index-variant all`). The keys are nearly
+-- unique, so btree deduplication would only cost CPU at page splits.
+CREATE INDEX simhash_documents_b0_idx ON simhash_documents (b0, fingerprint)
+    WITH (deduplicate_items = off);
+CREATE INDEX simhash_documents_b1_idx ON simhash_documents (b1, fingerprint)
+    WITH (deduplicate_items = off);
+CREATE INDEX simhash_documents_b2_idx ON simhash_documents (b2, fingerprint)
+    WITH (deduplicate_items = off);
+CREATE INDEX simhash_documents_b3_idx ON simhash_documents (b3, fingerprint)
+    WITH (deduplicate_items = off);
 
 -- Rows are appended in time order: BRIN is a few pages where a btree would
 -- cost ~20 bytes/row.
