@@ -132,3 +132,33 @@ def test_concurrent_dedup_keeps_one_of_each_near_duplicate_group(
     print(f"\n[{mode}] {PROCESSES} processes x {ADDS} adds = {ops} operations in "
           f"{seconds:.1f} s; {checked} rows stored, {dups} answered as near-duplicates, "
           f"{checked} rows and {ops} answers checked, simhash_pairs(3) empty")
+
+
+def test_batch_lock_keys_are_the_keys_simhash_add_takes(pg: psycopg.Connection) -> None:
+    from simhash_pg.bits import to_signed
+    from simhash_pg.locking import batch_lock_keys
+
+    fps = [to_signed(fp) for fp in make_pool()[:50]] + [0, -1, 2**63 - 1, -(2**63)]
+    key1, key2 = batch_lock_keys(fps)
+    sql_keys = pg.execute(
+        "SELECT DISTINCT 1397246976 + i, simhash_block(fp, i)::integer"
+        " FROM unnest(%s::bigint[]) AS fp, generate_series(0, 3) AS i ORDER BY 1, 2",
+        [fps],
+    ).fetchall()
+    assert list(zip(key1, key2, strict=True)) == [tuple(r) for r in sql_keys]
+
+
+def test_stream_bench_measures_locks_on_and_off(pg_dsn: str) -> None:
+    from simhash_pg.bench import stream as bench
+
+    SimhashStore(pg_dsn).close()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        bench.make_unlocked_add(conn)
+        src = conn.execute(
+            "SELECT prosrc FROM pg_proc WHERE proname = 'simhash_add_unlocked'"
+        ).fetchone()
+        assert src is not None and "pg_advisory_xact_lock" not in src[0]
+    for path in ("add", "add_many"):
+        figures = bench.measure(pg_dsn, path, 2, 1.0, 50, 0.1, 1)
+        for lock in (True, False):
+            assert figures[lock]["done"] > 0 and figures[lock]["adds_s"] > 0

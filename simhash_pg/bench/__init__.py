@@ -14,6 +14,7 @@ _BENCHES = {
     "fingerprint": "simhash_pg.bench.fingerprint:command",
     "store": "simhash_pg.bench.store:command",
     "hnsw": "simhash_pg.bench.hnsw:command",
+    "stream": "simhash_pg.bench.stream:command",
 }
 
 
