@@ -236,32 +236,44 @@ def _cpu_count() -> int:
     return os.cpu_count() or 1
 
 
-# Set in the parent just before forking; workers read it (fork copies memory).
+# Set in the parent just before forking; forked workers read them from the
+# memory they inherit, so the texts are never pickled to them.
 _worker_fp: Fingerprinter | None = None
+_worker_items: list[Any] | None = None
+
+_Chunk = tuple[Scheme, "list[Any] | tuple[int, int]", str]
 
 
-def _work(args: tuple[Scheme, list[Any], str]) -> list[int | None]:
+def _work(args: _Chunk) -> list[int | None]:
     scheme, chunk, on_error = args
+    if isinstance(chunk, tuple):  # forked: a slice of the inherited batch
+        assert _worker_items is not None
+        texts: list[Any] = _worker_items[chunk[0] : chunk[1]]
+    else:
+        texts = chunk
     fp = _worker_fp if _worker_fp is not None and _worker_fp.scheme == scheme else None
     if fp is None:  # spawned worker (no fork on this platform)
         fp = Fingerprinter(scheme)
     if on_error == "raise":
-        return [fp.fingerprint(t) for t in chunk]
-    return [fp._try(t) for t in chunk]
+        return [fp.fingerprint(t) for t in texts]
+    return [fp._try(t) for t in texts]
 
 
 def _parallel(
     fp: Fingerprinter, items: list[Any], n: int, on_error: str
 ) -> list[int] | list[int | None]:
-    global _worker_fp
+    global _worker_fp, _worker_items
     # Load jieba, OpenCC and the regexes once, here, so forked workers inherit them.
     warm_up(fp.scheme)
-    method = "fork" if sys.platform.startswith("linux") else None
-    ctx = mp.get_context(method)
+    fork = sys.platform.startswith("linux")
+    ctx = mp.get_context("fork" if fork else None)
     # Chunks of ~1/(4n) of the batch (by count) balance load without much IPC.
     size = max(1, min(512, len(items) // (n * 4) or 1))
-    chunks = [(fp.scheme, items[i : i + size], on_error) for i in range(0, len(items), size)]
-    _worker_fp = fp
+    bounds = [(i, min(i + size, len(items))) for i in range(0, len(items), size)]
+    chunks: list[_Chunk] = [
+        (fp.scheme, b if fork else items[b[0] : b[1]], on_error) for b in bounds
+    ]
+    _worker_fp, _worker_items = fp, items
     # Frozen objects are skipped by the children's garbage collector, which
     # would otherwise write to (and so copy) every page of the inherited heap.
     gc.freeze()
@@ -270,7 +282,7 @@ def _parallel(
             parts = pool.map(_work, chunks, chunksize=1)
     finally:
         gc.unfreeze()
-        _worker_fp = None
+        _worker_fp = _worker_items = None
     return [x for part in parts for x in part]
 
 

@@ -494,3 +494,18 @@ def test_fingerprint_features_matches_the_word_schemes() -> None:
         assert fingerprint_features(dict(f.features(text))) == f.fingerprint(text)
     with pytest.raises(NoFeaturesError):
         fingerprint_features([])
+
+
+def test_worker_accepts_texts_or_a_slice_of_the_inherited_batch() -> None:
+    import simhash_pg.fingerprint as fpmod
+
+    f = Fingerprinter()
+    expected = [f.fingerprint(EN), None]
+    # The spawn path (no fork): texts travel with the chunk.
+    assert fpmod._work((f.scheme, [EN, ""], "none")) == expected
+    # The fork path: a (start, stop) slice of the batch the worker inherited.
+    fpmod._worker_items = ["x", EN, ""]
+    try:
+        assert fpmod._work((f.scheme, (1, 3), "none")) == expected
+    finally:
+        fpmod._worker_items = None
