@@ -6,20 +6,26 @@ transaction-level advisory lock on each (block number, block value) pair of
 it, so any two writers that could store near-duplicates of each other share a
 lock, and the second one checks only after the first has committed.
 
-- ``simhash_add`` (SQL, one document) takes the four locks of its fingerprint,
-  ``pg_advisory_xact_lock(1397246976 + i, block_i)`` for i = 0..3.
-- ``add_many`` takes, in one statement, the locks of every fingerprint of the
-  batch in the same key space, sorted by (i, block). Everyone acquires in
-  increasing (i, block) order, so writers wait for each other but never
-  deadlock, and single adds and batches exclude each other.
+The protocol (keys are pairs of int4; see ``simhash_add`` in sql/):
 
-Only for k <= 3: above it, near-duplicates need not share a whole block.
+- the store-wide lock ``(1397246980, 0)`` first: held shared by every
+  ``simhash_add`` with k <= 3 and by every pigeonhole-locked batch, exclusive
+  by an add with k > 3 (near-duplicates need not share a block) and by a
+  batch that cannot use the pigeonhole locks;
+- then the block locks ``(1397246976 + i, block_i)``, in increasing
+  ``(i, block_i)`` order: ``simhash_add`` takes the four of its fingerprint,
+  ``add_many`` (:func:`lock_batch`) those of every fingerprint of the batch,
+  in one statement.
 
-A batch of n fingerprints holds up to 4n locks until it commits, in the
-server's shared lock table (max_locks_per_transaction x max_connections
-slots; the default 64 x 100 = 6,400 fits one batch of 1,600). The embedded
-server is set up with room for several concurrent batches of the default size
-(``server.sized_settings``); for another server see docs/operations.md.
+Everyone acquires in the same global order (store lock, then blocks in
+increasing order), so writers wait for each other but never deadlock, and
+single adds and batches exclude each other exactly when they could collide.
+
+A batch of n fingerprints holds up to 4n block locks until it commits, in
+the server's shared lock table (max_locks_per_transaction x (max_connections
++ max_prepared_transactions) slots). A batch that would need more than a
+quarter of the table takes the exclusive store-wide lock instead: correct,
+but it then excludes every other writer for its duration.
 """
 
 from __future__ import annotations
@@ -29,14 +35,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LOCK_BASE", "LOCK_BATCHES", "batch_lock_keys", "lock_batch"]
+__all__ = ["LOCK_BASE", "PIGEONHOLE_BATCHES", "STORE_LOCK", "batch_lock_keys", "lock_batch"]
 
-# The key space simhash_add uses: 1397246976 = "SHM\0", plus the block number.
+# The key spaces simhash_add uses: 1397246976 = "SHM\0", plus the block number;
+# 1397246980 (with 0) is the store-wide lock.
 LOCK_BASE = 1397246976
+STORE_LOCK = 1397246980
 
-# Switch for measuring what the locking costs (simhash-pg bench stream);
-# turning it off lets concurrent add_many batches store near-duplicates.
-LOCK_BATCHES = True
+# False: every locked batch takes the store-wide lock (for the benchmark's
+# comparison of the two).
+PIGEONHOLE_BATCHES = True
 
 # Sorted explicitly by position: the locks must be taken in increasing order.
 _LOCK = (
@@ -44,13 +52,20 @@ _LOCK = (
     "SELECT u.i, u.b FROM unnest(%s::integer[], %s::integer[]) WITH ORDINALITY"
     " AS u (i, b, o) ORDER BY u.o) AS l"
 )
+_SHARED = "SELECT pg_advisory_xact_lock_shared(%s, 0)"
+_EXCLUSIVE = "SELECT pg_advisory_xact_lock(%s, 0)"
+_BUDGET = (
+    "SELECT current_setting('max_locks_per_transaction')::integer"
+    " * (current_setting('max_connections')::integer"
+    " + current_setting('max_prepared_transactions')::integer) / 4"
+)
 
 
-def batch_lock_keys(signed: Sequence[int]) -> tuple[list[int], list[int]]:
-    """The distinct (key1, key2) lock pairs of signed fingerprints, sorted."""
-    fps = np.asarray(signed, dtype=np.int64).view(np.uint64)
+def batch_lock_keys(fps: Sequence[int]) -> tuple[list[int], list[int]]:
+    """The distinct (key1, key2) block locks of unsigned fingerprints, sorted."""
+    arr = np.asarray(fps, dtype=np.uint64)
     parts = [
-        (np.uint64(i) << np.uint64(16)) | ((fps >> np.uint64(48 - 16 * i)) & np.uint64(0xFFFF))
+        (np.uint64(i) << np.uint64(16)) | ((arr >> np.uint64(48 - 16 * i)) & np.uint64(0xFFFF))
         for i in range(4)
     ]
     keys = np.unique(np.concatenate(parts))  # sorted by block number, then value
@@ -59,13 +74,17 @@ def batch_lock_keys(signed: Sequence[int]) -> tuple[list[int], list[int]]:
     return (i + LOCK_BASE).tolist(), b.tolist()
 
 
-def lock_batch(conn: Any, signed: Sequence[int]) -> None:
-    """Queue the batch's pigeonhole locks on ``conn`` (inside its transaction).
+def lock_batch(conn: Any, fps: Sequence[int], k: int) -> str:
+    """Lock a dedup batch of unsigned fingerprints in ``conn``'s transaction.
 
-    In a pipeline this is sent ahead of the candidate look-up in the same
-    round trip; the server runs it first and waits there for the locks.
+    Returns "pigeonhole" or "store" (the store-wide exclusive lock).
     """
-    if not signed:
-        return
-    key1, key2 = batch_lock_keys(signed)
-    conn.execute(_LOCK, [key1, key2], prepare=True)
+    if k <= 3 and PIGEONHOLE_BATCHES and len(fps):
+        key1, key2 = batch_lock_keys(fps)
+        row = conn.execute(_BUDGET, prepare=True).fetchone()
+        if row is not None and len(key1) <= int(row[0]):
+            conn.execute(_SHARED, [STORE_LOCK], prepare=True)
+            conn.execute(_LOCK, [key1, key2], prepare=True)
+            return "pigeonhole"
+    conn.execute(_EXCLUSIVE, [STORE_LOCK], prepare=True)
+    return "store"

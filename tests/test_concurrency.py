@@ -138,12 +138,12 @@ def test_batch_lock_keys_are_the_keys_simhash_add_takes(pg: psycopg.Connection) 
     from simhash_pg.bits import to_signed
     from simhash_pg.locking import batch_lock_keys
 
-    fps = [to_signed(fp) for fp in make_pool()[:50]] + [0, -1, 2**63 - 1, -(2**63)]
+    fps = [*make_pool()[:50], 0, 2**64 - 1, 2**63 - 1, 2**63]
     key1, key2 = batch_lock_keys(fps)
     sql_keys = pg.execute(
         "SELECT DISTINCT 1397246976 + i, simhash_block(fp, i)::integer"
         " FROM unnest(%s::bigint[]) AS fp, generate_series(0, 3) AS i ORDER BY 1, 2",
-        [fps],
+        [[to_signed(fp) for fp in fps]],
     ).fetchall()
     assert list(zip(key1, key2, strict=True)) == [tuple(r) for r in sql_keys]
 
@@ -158,7 +158,7 @@ def test_stream_bench_measures_locks_on_and_off(pg_dsn: str) -> None:
             "SELECT prosrc FROM pg_proc WHERE proname = 'simhash_add_unlocked'"
         ).fetchone()
         assert src is not None and "pg_advisory_xact_lock" not in src[0]
-    for path in ("add", "add_many"):
+    for path in ("add", "add_many", "add_many S"):
         figures = bench.measure(pg_dsn, path, 2, 1.0, 50, 0.1, 1)
         for lock in (True, False):
             assert figures[lock]["done"] > 0 and figures[lock]["adds_s"] > 0
