@@ -10,13 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 from simhash_pg.bits import blocks, hamming, to_signed, to_unsigned
 
+# Eager, not lazy: the submodule simhash_pg.fingerprint shares the function's
+# name, and importing it (as the store does) would otherwise replace the
+# package attribute with the module. jieba and OpenCC still load on first use.
+from simhash_pg.fingerprint import Fingerprinter, fingerprint
+from simhash_pg.schemes import Scheme
+
 __version__ = "0.1.0"
 
-# Heavy parts (jieba, psycopg) load on first use so `import simhash_pg` stays cheap.
+# The store (psycopg) loads on first use so fingerprint-only users never pay for it.
 _LAZY = {
-    "fingerprint": "simhash_pg.fingerprint",
-    "Fingerprinter": "simhash_pg.fingerprint",
-    "Scheme": "simhash_pg.schemes",
     "SimhashStore": "simhash_pg.store",
     "AddResult": "simhash_pg.store",
     "Match": "simhash_pg.store",
@@ -37,8 +40,6 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from simhash_pg.fingerprint import Fingerprinter, fingerprint
-    from simhash_pg.schemes import Scheme
     from simhash_pg.store import AddResult, Match, SimhashStore
 
 

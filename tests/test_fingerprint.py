@@ -58,11 +58,6 @@ def test_public_api_imports() -> None:
     assert int(_run(_PUBLIC)) == fingerprint("abc def ghi")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="simhash_pg/__init__.py must import fingerprint/Fingerprinter eagerly "
-    "(the submodule of the same name shadows the lazy export)",
-)
 def test_public_function_survives_submodule_import() -> None:
     assert int(_run(_SHADOWED)) == fingerprint("abc def ghi")
 
