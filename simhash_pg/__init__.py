@@ -13,7 +13,7 @@ from simhash_pg.bits import blocks, hamming, to_signed, to_unsigned
 # Eager, not lazy: the submodule simhash_pg.fingerprint shares the function's
 # name, and importing it (as the store does) would otherwise replace the
 # package attribute with the module. jieba and OpenCC still load on first use.
-from simhash_pg.fingerprint import Fingerprinter, fingerprint
+from simhash_pg.fingerprint import Fingerprinter, NoFeaturesError, fingerprint
 from simhash_pg.schemes import Scheme
 
 __version__ = "0.1.0"
@@ -22,15 +22,28 @@ __version__ = "0.1.0"
 _LAZY = {
     "SimhashStore": "simhash_pg.store",
     "AddResult": "simhash_pg.store",
+    "AddManyResult": "simhash_pg.store",
+    "Doc": "simhash_pg.store",
+    "Document": "simhash_pg.store",
     "Match": "simhash_pg.store",
+    "SchemeMismatchError": "simhash_pg.store",
+    "SchemaVersionError": "simhash_pg.store",
+    "StoreConnectionError": "simhash_pg.store",
 }
 
 __all__ = [
+    "AddManyResult",
     "AddResult",
+    "Doc",
+    "Document",
     "Fingerprinter",
     "Match",
+    "NoFeaturesError",
+    "SchemaVersionError",
     "Scheme",
+    "SchemeMismatchError",
     "SimhashStore",
+    "StoreConnectionError",
     "__version__",
     "blocks",
     "fingerprint",
@@ -40,7 +53,17 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from simhash_pg.store import AddResult, Match, SimhashStore
+    from simhash_pg.store import (
+        AddManyResult,
+        AddResult,
+        Doc,
+        Document,
+        Match,
+        SchemaVersionError,
+        SchemeMismatchError,
+        SimhashStore,
+        StoreConnectionError,
+    )
 
 
 def __getattr__(name: str) -> Any:
