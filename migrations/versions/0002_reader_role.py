@@ -1,0 +1,32 @@
+"""The read-only analyst role simhash_reader (SELECT and read functions only).
+
+Revision ID: 0002
+Revises: 0001
+Create Date: 2026-11-22
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from alembic import op
+
+from simhash_pg.resources import read_sql
+
+revision: str = "0002"
+down_revision: str | None = "0001"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def _run(name: str) -> None:
+    # as in 0001: the file goes to psycopg untouched (DO blocks, '%')
+    op.get_bind().connection.driver_connection.execute(read_sql(name))
+
+
+def upgrade() -> None:
+    _run("0002_reader_role.sql")
+
+
+def downgrade() -> None:
+    _run("0002_reader_role_drop.sql")
