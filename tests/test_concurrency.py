@@ -111,15 +111,7 @@ def _check(pg: psycopg.Connection, outcomes: list[Outcome]) -> tuple[int, int]:
     return len(outcomes), len(rows)
 
 
-# add_many batches are not yet locked against concurrent writers (issue 5)
-UNLOCKED = pytest.mark.xfail(reason="add_many does not take the pigeonhole locks yet",
-                             strict=True)
-
-
-@pytest.mark.parametrize(
-    "mode",
-    ["add", pytest.param("add_many", marks=UNLOCKED), pytest.param("mixed", marks=UNLOCKED)],
-)
+@pytest.mark.parametrize("mode", ["add", "add_many", "mixed"])
 def test_concurrent_dedup_keeps_one_of_each_near_duplicate_group(
     pg: psycopg.Connection, pg_dsn: str, mode: str
 ) -> None:
