@@ -9,6 +9,7 @@ side by side and how many of the sample's known groups were found.
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -91,11 +92,26 @@ def _clip(text: str) -> str:
     return flat if len(flat) <= SIDE else flat[:SIDE] + " …"
 
 
+def _grams(text: str, n: int = 5) -> set[str]:
+    """Character n-grams of the letters and digits, after NFKC and case folding."""
+    flat = "".join(ch for ch in unicodedata.normalize("NFKC", text).casefold() if ch.isalnum())
+    return {flat[i:i + n] for i in range(max(len(flat) - n + 1, 1))}
+
+
 def _score(summary: Summary) -> tuple[int, int]:
-    """(pairs within one known group, pairs across groups)."""
-    same = sum(1 for rec, _, orig in _resolved(summary)
-               if rec.fields and orig.fields and rec.fields["group"] == orig.fields["group"])
-    return same, len(summary.pairs) - same
+    """(pairs within one known group, pairs whose texts share >= 80% of their 5-grams).
+
+    The second is the labelling rule of the eval set the defaults were measured
+    on: a reported pair across the sample's groups (two licences of one family,
+    two revisions of a section) can still be a true near-duplicate.
+    """
+    same = confirmed = 0
+    for rec, _, orig in _resolved(summary):
+        assert rec.fields is not None and orig.fields is not None
+        same += rec.fields["group"] == orig.fields["group"]
+        a, b = _grams(rec.text), _grams(orig.text)
+        confirmed += len(a & b) / max(len(a), len(b)) >= 0.8
+    return same, confirmed
 
 
 @click.command("demo")
@@ -129,9 +145,11 @@ def command(dsn: str | None, k: int, scheme: str | None, groups: int) -> None:
     click.echo(f"  {summary.line()}; k = {k}")
     known = Counter(str(r["group"]) for r in rows)
     expected = sum(n - 1 for n in known.values())
-    same, cross = _score(summary)
-    click.echo(f"  the sample holds {expected} known near-duplicates: found {same}, "
-               f"{cross} flagged across groups (see the limitations in the README)\n")
+    same, confirmed = _score(summary)
+    click.echo(f"  the sample's {expected} planted and known near-duplicates: {same} found at "
+               f"k = {k} (raise --k for more; see Detection quality in the README)")
+    click.echo(f"  of the {len(summary.pairs)} pairs reported, {confirmed} share >= 80% of "
+               f"their character 5-grams\n")
     if groups:
         _show_pairs(summary, groups)
     click.echo("\nThe store is a PostgreSQL database; query it with SQL:")
