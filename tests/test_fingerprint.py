@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import random
 import subprocess
 import sys
@@ -492,7 +493,9 @@ def test_fingerprint_features_matches_the_word_schemes() -> None:
 
 
 def test_worker_accepts_texts_or_a_slice_of_the_inherited_batch() -> None:
-    import simhash_pg.fingerprint as fpmod
+    # the package attribute 'fingerprint' is the public function, so reach
+    # the submodule through importlib rather than `import ... as`
+    fpmod = importlib.import_module("simhash_pg.fingerprint")
 
     f = Fingerprinter()
     expected = [f.fingerprint(EN), None]
