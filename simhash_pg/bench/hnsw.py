@@ -29,9 +29,7 @@ the block values) are shared with the store bench.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import statistics
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +39,8 @@ from typing import Any
 import click
 import numpy as np
 import numpy.typing as npt
+
+from simhash_pg.bench._scratch import scratch_dsn
 
 __all__ = [
     "CandidateStats",
@@ -170,20 +170,9 @@ def _signed(fps: U64) -> I64:
 # -- server and loads -----------------------------------------------------
 @contextlib.contextmanager
 def throwaway_server(dbname: str = "bench", *, small: bool = False) -> Iterator[str]:
-    """A fresh embedded server in a temp dir; yields the DSN of ``dbname``.
-
-    Destroyed on exit: benchmarks never touch a user's store.
-    """
-    from simhash_pg.server import LocalServer, sized_settings
-
-    home = Path(tempfile.mkdtemp(prefix="shpg-bench-"))
-    home.chmod(0o755)  # the server's own user (as root: embedded_postgres) traverses it
-    server = LocalServer(home, settings=sized_settings(small=small))
-    try:
-        yield server.start(dbname=dbname)
-    finally:
-        server.destroy()
-        shutil.rmtree(home, ignore_errors=True)
+    """A fresh embedded server in a temp dir, destroyed on exit; yields the DSN."""
+    with scratch_dsn(dbname=dbname, small=small) as url:
+        yield url
 
 
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8

@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import shutil
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import click
 import numpy as np
+
+from simhash_pg.bench._scratch import scratch_dsn
 
 VARIANTS: dict[str, str] = {
     # name -> index definition for block i (pair is the migration's default)
@@ -205,29 +204,14 @@ def command(n: int, queries: int, k: int, extra_k: str, variants: str, skew: boo
             clients: int, add_rows: int, seed: int, explain: bool, dsn: str | None,
             home: str | None, keep: bool) -> None:
     """Load N fingerprints, then measure near(), the seq scan, add_many and sizes."""
-    from simhash_pg.server import LocalServer, sized_settings
-
     chosen = list(VARIANTS) if variants == "all" else [v.strip() for v in variants.split(",")]
     for v in chosen:
         if v not in VARIANTS:
             raise click.BadParameter(f"unknown variant {v!r}", param_hint="--index-variant")
     ks = [int(x) for x in extra_k.split(",") if x.strip()]
 
-    server = None
-    if dsn is None:
-        base = Path(home) if home else Path(tempfile.mkdtemp(prefix="shpg-bench-"))
-        base.mkdir(parents=True, exist_ok=True)
-        base.chmod(0o755)
-        server = LocalServer(base, settings=sized_settings())
-        dsn = server.start(dbname="simhash_bench")
-    try:
-        _run(dsn, n, queries, k, ks, chosen, skew, clients, add_rows, seed, explain)
-    finally:
-        if server is not None and not keep:
-            server.destroy()
-            shutil.rmtree(server.home, ignore_errors=True)
-        elif server is not None:
-            click.echo(f"kept: {server.home} ({dsn})")
+    with scratch_dsn(dsn, home=home, keep=keep) as url:
+        _run(url, n, queries, k, ks, chosen, skew, clients, add_rows, seed, explain)
 
 
 def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], skew: bool,

@@ -34,14 +34,13 @@ from __future__ import annotations
 
 import multiprocessing
 import re
-import shutil
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import click
 import numpy as np
+
+from simhash_pg.bench._scratch import scratch_dsn
 
 # Fingerprints already stored, for the stream's near-duplicates: set before
 # the clients are forked, so they share it without copying.
@@ -213,35 +212,22 @@ def measure(dsn: str, path: str, clients: int, seconds: float, batch: int,
 def command(n: int, clients: str, seconds: float, batch: int, dup_rate: float, seed: int,
             dsn: str | None, home: str | None, keep: bool) -> None:
     """Streaming dedup adds/s and latency, with the pigeonhole locks on and off."""
-    from simhash_pg.server import LocalServer, sized_settings
-
     try:
         counts = [int(c) for c in clients.split(",") if c.strip()]
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--clients") from exc
     if not counts or min(counts) < 1:
         raise click.BadParameter("give client counts >= 1, e.g. 1,2,4", param_hint="--clients")
-    server = None
-    if dsn is None:
-        base = Path(home) if home else Path(tempfile.mkdtemp(prefix="shpg-stream-"))
-        base.mkdir(parents=True, exist_ok=True)
-        base.chmod(0o755)
-        settings = sized_settings()
-        # every client's add_many batch holds up to 4 x batch locks until it
-        # commits: room for all of them in the shared lock table, twice over
-        slots = 2 * 4 * max(batch, 1) * max(counts)
-        per_tx = max(1024, -(-slots // int(settings.get("max_connections", "100"))))
-        settings["max_locks_per_transaction"] = str(per_tx)
-        server = LocalServer(base, settings=settings)
-        dsn = server.start(dbname="simhash_bench")
-    try:
-        _run(dsn, n, counts, seconds, batch, dup_rate, seed)
-    finally:
-        if server is not None and not keep:
-            server.destroy()
-            shutil.rmtree(server.home, ignore_errors=True)
-        elif server is not None:
-            click.echo(f"kept: {server.home} ({dsn})")
+    from simhash_pg.server import sized_settings
+
+    settings = sized_settings()
+    # every client's add_many batch holds up to 4 x batch locks until it
+    # commits: room for all of them in the shared lock table, twice over
+    slots = 2 * 4 * max(batch, 1) * max(counts)
+    per_tx = max(1024, -(-slots // int(settings.get("max_connections", "100"))))
+    settings["max_locks_per_transaction"] = str(per_tx)
+    with scratch_dsn(dsn, home=home, keep=keep, settings=settings) as url:
+        _run(url, n, counts, seconds, batch, dup_rate, seed)
 
 
 def _run(dsn: str, n: int, counts: list[int], seconds: float, batch: int, dup_rate: float,
