@@ -11,6 +11,8 @@ Every other module converts through these functions, never by hand.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -19,6 +21,7 @@ __all__ = [
     "BLOCK_BITS",
     "MAX_FINGERPRINT",
     "blocks",
+    "blocks_array",
     "check_fingerprint",
     "hamming",
     "hamming_array",
@@ -71,10 +74,16 @@ def blocks(fp: int) -> tuple[int, int, int, int]:
 
     Equal to the generated columns b0..b3 that PostgreSQL derives.
     """
-    value = check_fingerprint(fp)
-    return tuple(  # type: ignore[return-value]
-        ((value >> shift) & 0xFFFF) - _BLOCK_OFFSET for shift in (48, 32, 16, 0)
-    )
+    b0, b1, b2, b3 = raw_blocks(check_fingerprint(fp))
+    return b0 - _BLOCK_OFFSET, b1 - _BLOCK_OFFSET, b2 - _BLOCK_OFFSET, b3 - _BLOCK_OFFSET
+
+
+def raw_blocks(fp: int) -> tuple[int, int, int, int]:
+    """The four unsigned 16-bit blocks (block b_i + 32768), unchecked.
+
+    For hot loops over fingerprints that were range-checked already.
+    """
+    return fp >> 48, (fp >> 32) & 0xFFFF, (fp >> 16) & 0xFFFF, fp & 0xFFFF
 
 
 def hamming(a: int, b: int) -> int:
@@ -86,6 +95,19 @@ def to_signed_array(fps: npt.ArrayLike) -> npt.NDArray[np.int64]:
     """Vectorised :func:`to_signed` for a uint64 array (a view, no copy)."""
     arr = np.asarray(fps, dtype=np.uint64)
     return arr.view(np.int64)
+
+
+def to_signed_list(fps: Iterable[int]) -> list[int]:
+    """:func:`to_signed` for many fingerprints at once (NumPy enforces the range)."""
+    return np.fromiter(fps, dtype=np.uint64).view(np.int64).tolist()
+
+
+def blocks_array(fps: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    """:func:`blocks` for many fingerprints: an (n, 4) array of the smallint values."""
+    arr = np.asarray(fps, dtype=np.uint64)
+    shifts = np.array([48, 32, 16, 0], dtype=np.uint64)
+    raw = (arr[:, None] >> shifts) & np.uint64(0xFFFF)
+    return raw.astype(np.int64) - _BLOCK_OFFSET
 
 
 def to_unsigned_array(values: npt.ArrayLike) -> npt.NDArray[np.uint64]:

@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from simhash_pg.bits import blocks_array
+
 __all__ = ["LOCK_BASE", "PIGEONHOLE_BATCHES", "STORE_LOCK", "batch_lock_keys", "lock_batch"]
 
 # The key spaces simhash_add uses: 1397246976 = "SHM\0", plus the block number;
@@ -63,15 +65,13 @@ _BUDGET = (
 
 def batch_lock_keys(fps: Sequence[int]) -> tuple[list[int], list[int]]:
     """The distinct (key1, key2) block locks of unsigned fingerprints, sorted."""
-    arr = np.asarray(fps, dtype=np.uint64)
-    parts = [
-        (np.uint64(i) << np.uint64(16)) | ((arr >> np.uint64(48 - 16 * i)) & np.uint64(0xFFFF))
-        for i in range(4)
-    ]
-    keys = np.unique(np.concatenate(parts))  # sorted by block number, then value
-    i = (keys >> np.uint64(16)).astype(np.int64)
-    b = (keys & np.uint64(0xFFFF)).astype(np.int64) - 32768  # as the stored smallint
-    return (i + LOCK_BASE).tolist(), b.tolist()
+    if len(fps) == 0:
+        return [], []
+    blocks = blocks_array(fps)
+    # np.unique sorts: block 0's values ascending, then block 1's, ...
+    per_block = [np.unique(blocks[:, i]) for i in range(4)]
+    key1 = [LOCK_BASE + i for i, vals in enumerate(per_block) for _ in range(len(vals))]
+    return key1, np.concatenate(per_block).tolist()
 
 
 def lock_batch(conn: Any, fps: Sequence[int], k: int) -> str:

@@ -37,7 +37,15 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from simhash_pg import locking, migrate
-from simhash_pg.bits import MAX_FINGERPRINT, check_fingerprint, to_signed, to_unsigned
+from simhash_pg.bits import (
+    MAX_FINGERPRINT,
+    check_fingerprint,
+    raw_blocks,
+    to_signed,
+    to_signed_array,
+    to_signed_list,
+    to_unsigned,
+)
 
 if TYPE_CHECKING:
     from simhash_pg.fingerprint import Fingerprinter
@@ -57,8 +65,6 @@ __all__ = [
 ]
 
 OnDuplicate = Literal["skip", "link"]
-_SIGN = 1 << 63
-_WRAP = 1 << 64
 _STORE_LOCK = 1397246980  # advisory lock key (with 0) shared with simhash_add
 MAX_K = 64
 DEFAULT_BATCH = 5000
@@ -780,8 +786,8 @@ class SimhashStore:
         n = len(prepared)
         valid = [i for i in range(n) if errors[i] is None]
         keys = list({prepared[i][1] for i in valid if prepared[i][1] is not None})
-        # to_signed, inlined: the values were range-checked in _prepare_batch
-        signed = [fp - _WRAP if fp & _SIGN else fp for fp in (prepared[i][0] for i in valid)]
+        signed = to_signed_list(prepared[i][0] for i in valid)
+        signed_at = dict(zip(valid, signed, strict=True))
         conn = self._conn
         # One round trip: existing keys, nearest stored match per fingerprint, ids.
         with conn.pipeline():
@@ -838,7 +844,7 @@ class SimhashStore:
                 index.add(fp, new_id, key)
             if key is not None:
                 batch_keys[key] = i
-            rows.append((new_id, key, fp - _WRAP if fp & _SIGN else fp, dup_of,
+            rows.append((new_id, key, signed_at[i], dup_of,
                          Jsonb(meta) if meta is not None else None))
         if rows:
             with conn.cursor() as cur, cur.copy(_COPY) as copy:
@@ -982,7 +988,7 @@ def _copy_fingerprints(conn: psycopg.Connection[Any], fps: Any, first_id: int) -
     rows["l1"] = 8
     rows["id"] = np.arange(first_id, first_id + len(fps), dtype=np.int64)
     rows["l2"] = 8
-    rows["fp"] = fps.view(np.int64)
+    rows["fp"] = to_signed_array(fps)
     with conn.cursor() as cur, cur.copy(
         "COPY simhash_documents (id, fingerprint) FROM STDIN (FORMAT BINARY, FREEZE)"
     ) as copy:
@@ -1012,9 +1018,9 @@ class _BatchIndex:
         self.ids.append(id_)
         self.keys.append(key)
         if self.k <= 3:
-            # raw 16-bit blocks (fp was range-checked already): hot loop
-            for i, shift in enumerate((48, 32, 16, 0)):
-                self.by_block[i].setdefault((fp >> shift) & 0xFFFF, []).append(pos)
+            # fp was range-checked already: the unchecked blocks, hot loop
+            for i, b in enumerate(raw_blocks(fp)):
+                self.by_block[i].setdefault(b, []).append(pos)
         else:
             import numpy as np
 
@@ -1030,8 +1036,8 @@ class _BatchIndex:
             return None
         if self.k <= 3:
             cands: set[int] = set()
-            for i, shift in enumerate((48, 32, 16, 0)):
-                cands.update(self.by_block[i].get((fp >> shift) & 0xFFFF, ()))
+            for i, b in enumerate(raw_blocks(fp)):
+                cands.update(self.by_block[i].get(b, ()))
             best: tuple[int, int, str | None] | None = None
             for pos in cands:
                 d = (self.fps[pos] ^ fp).bit_count()

@@ -98,3 +98,21 @@ def test_signed_out_of_range() -> None:
         to_unsigned(2**63)
     with pytest.raises(ValueError):
         to_unsigned(-(2**63) - 1)
+
+
+@given(st.lists(st.integers(min_value=0, max_value=2**64 - 1), max_size=50))
+def test_vectorised_conversions_equal_the_scalar_ones(fps: list[int]) -> None:
+    from simhash_pg.bits import blocks_array, raw_blocks, to_signed_list
+
+    assert to_signed_list(fps) == [to_signed(fp) for fp in fps]
+    assert blocks_array(fps).reshape(-1, 4).tolist() == [list(blocks(fp)) for fp in fps]
+    assert [tuple(b - 32768 for b in raw_blocks(fp)) for fp in fps] == [blocks(fp) for fp in fps]
+
+
+def test_to_signed_list_rejects_out_of_range() -> None:
+    from simhash_pg.bits import to_signed_list
+
+    with pytest.raises(OverflowError):
+        to_signed_list([2**64])
+    with pytest.raises(OverflowError):
+        to_signed_list([-1])
