@@ -56,21 +56,19 @@ def parse_scheme(value: str | None) -> Any:
 
 def open_store(dsn: str | None, scheme: str | None, k: int | None) -> SimhashStore:
     """Open a store, turning connection and scheme problems into usage errors."""
+    import psycopg
+
     from simhash_pg.store import SimhashStore
 
+    kwargs: dict[str, Any] = {"scheme": parse_scheme(scheme)}
+    if k is not None:
+        kwargs["k"] = k
     try:
-        kwargs: dict[str, Any] = {"scheme": parse_scheme(scheme)}
-        if k is not None:
-            kwargs["k"] = k
         return SimhashStore(dsn, **kwargs)
-    except click.ClickException:
-        raise
-    except (ValueError, OSError, RuntimeError) as exc:
+    # StoreConnectionError is an OSError, SchemeMismatchError a ValueError,
+    # SchemaVersionError a RuntimeError: each names its problem already.
+    except (ValueError, OSError, RuntimeError, psycopg.Error) as exc:
         fail(str(exc))
-    except Exception as exc:  # psycopg errors carry their own clear text
-        if type(exc).__module__.startswith(("psycopg", "simhash_pg")):
-            fail(str(exc))
-        raise
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
