@@ -1,6 +1,6 @@
 """The tables, as SQLAlchemy 2 Core: the model ``alembic check`` compares with.
 
-The DDL the migrations run lives in ``sql/0001_schema.sql``; these
+The DDL the migrations run lives in ``sql/0001_schema.sql`` and ``sql/0003_verification.sql``; these
 definitions must describe the same tables (a test runs ``alembic check``).
 The SQL functions are not modelled here: alembic does not know functions.
 """
@@ -54,6 +54,9 @@ documents = Table(
     ),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("meta", JSONB, nullable=True),
+    # revision 0003 (sql/0003_verification.sql): kept per the verify mode
+    Column("verify_text", Text, nullable=True),
+    Column("sentence_sig", BigInteger, nullable=True),
     Index(
         "simhash_documents_key_key",
         "key",
@@ -62,6 +65,11 @@ documents = Table(
     ),
     *(Index(f"simhash_documents_{name}_idx", name, "fingerprint") for name in BLOCK_COLUMNS),
     Index("simhash_documents_created_at_idx", "created_at", postgresql_using="brin"),
+    Index(
+        "simhash_documents_sentence_sig_idx",
+        "sentence_sig",
+        postgresql_where=text("sentence_sig IS NOT NULL"),
+    ),
     Index(
         "simhash_documents_duplicate_of_idx",
         "duplicate_of",
