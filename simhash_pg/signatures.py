@@ -41,6 +41,7 @@ __all__ = [
     "SIGNATURE_VERSION",
     "longest_sentences",
     "sentence_signature",
+    "sentence_signature_normalized",
     "sentence_signature_signed",
     "split_sentences",
 ]
@@ -63,24 +64,33 @@ def longest_sentences(
     text: str, n: int = DEFAULT_SENTENCES, *, html: bool = False, t2s: bool = True
 ) -> list[str]:
     """The ``n`` longest sentences of ``text`` as verification text, sorted."""
+    return _longest(normalize(text, html=html, t2s=t2s), n)
+
+
+def _longest(norm: str, n: int) -> list[str]:
     if n < 1:
         raise ValueError("n must be >= 1")
-    sentences = {
-        s
-        for s in (alnum_only(p) for p in split_sentences(normalize(text, html=html, t2s=t2s)))
-        if s
-    }
+    sentences = {s for s in (alnum_only(p) for p in split_sentences(norm)) if s}
     return sorted(sorted(sentences, key=lambda s: (-len(s), s))[:n])
+
+
+def _hash(chosen: list[str]) -> int | None:
+    if sum(map(len, chosen)) < MIN_SIGNATURE_CHARS:
+        return None
+    return xxhash.xxh3_64_intdigest(_SEP.join(chosen).encode("utf-8"), SIGNATURE_SEED)
 
 
 def sentence_signature(
     text: str, n: int = DEFAULT_SENTENCES, *, html: bool = False, t2s: bool = True
 ) -> int | None:
     """Unsigned 64-bit hash of the ``n`` longest sentences, or None (too little text)."""
-    chosen = longest_sentences(text, n, html=html, t2s=t2s)
-    if sum(map(len, chosen)) < MIN_SIGNATURE_CHARS:
-        return None
-    return xxhash.xxh3_64_intdigest(_SEP.join(chosen).encode("utf-8"), SIGNATURE_SEED)
+    return _hash(longest_sentences(text, n, html=html, t2s=t2s))
+
+
+def sentence_signature_normalized(norm: str, n: int = DEFAULT_SENTENCES) -> int | None:
+    """:func:`sentence_signature_signed` of text already normalised (saves a second pass)."""
+    sig = _hash(_longest(norm, n))
+    return None if sig is None else to_signed(sig)
 
 
 def sentence_signature_signed(

@@ -31,12 +31,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-from simhash_pg import locking, migrate
+from simhash_pg import _verified, locking, migrate
 from simhash_pg.bits import (
     MAX_FINGERPRINT,
     check_fingerprint,
@@ -46,6 +46,7 @@ from simhash_pg.bits import (
     to_signed_list,
     to_unsigned,
 )
+from simhash_pg.verify import VERIFY_MODES, VerifyMode
 
 if TYPE_CHECKING:
     from simhash_pg.fingerprint import Fingerprinter
@@ -68,6 +69,9 @@ OnDuplicate = Literal["skip", "link"]
 _STORE_LOCK = 1397246980  # advisory lock key (with 0) shared with simhash_add
 MAX_K = 64
 DEFAULT_BATCH = 5000
+# A new store verifies short texts: cheap (only queries under 100 characters
+# look wider) and it is what makes titles and comments usable (docs/quality.md).
+DEFAULT_VERIFY: VerifyMode = "short"
 
 
 class StoreConnectionError(ConnectionError):
@@ -267,7 +271,14 @@ _NEXT_IDS = (
     " FROM generate_series(1, %s)"
 )
 _COPY = (
-    "COPY simhash_documents (id, key, fingerprint, duplicate_of, meta) FROM STDIN (FORMAT BINARY)"
+    "COPY simhash_documents (id, key, fingerprint, duplicate_of, meta, verify_text, sentence_sig)"
+    " FROM STDIN (FORMAT BINARY)"
+)
+_COPY_TYPES = ["int8", "text", "int8", "int8", "jsonb", "text", "int8"]
+_INSERT = (
+    "INSERT INTO simhash_documents"
+    " (key, fingerprint, duplicate_of, meta, verify_text, sentence_sig)"
+    " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id"
 )
 
 
@@ -301,6 +312,18 @@ class SimhashStore:
         near-duplicates (default; see simhash_pg/locking.py).
     retention:
         The window :meth:`purge` keeps by default, e.g. ``timedelta(days=2)``.
+    verify:
+        How text queries are re-checked (:mod:`simhash_pg.verify`):
+        ``"off"`` (Hamming distance <= k only), ``"short"`` (texts under 50
+        characters are matched within k = 11 and must reach a bigram Jaccard of
+        0.72; the store keeps the verification text of documents under 100
+        characters) or ``"all"`` (also long texts: within k = 11 or an equal
+        sentence signature, and a trigram Jaccard of 0.78; the store keeps
+        every document's verification text and signature). None: the mode the
+        database was created with (``"short"`` for a new one). Writers keep
+        the texts of the stronger of this and the database's mode, so a
+        reader that asks for less never starves one that asks for more.
+        Fingerprint (int) queries are never verified.
     """
 
     def __init__(
@@ -315,8 +338,13 @@ class SimhashStore:
         connect_timeout: int = 10,
         lock_batches: bool = True,
         retention: timedelta | None = None,
+        verify: VerifyMode | None = None,
     ) -> None:
         self.k = _check_k(k)
+        if verify is not None and verify not in VERIFY_MODES:
+            raise ValueError(
+                f"verify must be one of {', '.join(VERIFY_MODES)} or None, got {verify!r}"
+            )
         if retention is not None and (not isinstance(retention, timedelta)
                                       or retention <= timedelta(0)):
             raise ValueError(f"retention must be a positive timedelta or None, got {retention!r}")
@@ -332,10 +360,14 @@ class SimhashStore:
         try:
             self._ensure_schema(migrate)
             self._scheme = self._ensure_scheme(scheme)
+            stored_verify = self._ensure_verify(verify)
         except BaseException:
             self._conn.close()
             raise
         self._fingerprinter: Fingerprinter | None = None
+        self.verify: VerifyMode = verify or stored_verify
+        # what writers keep: never less than the database's own mode
+        self._keep: VerifyMode = _verified.stronger(self.verify, stored_verify)
 
     # -- opening ------------------------------------------------------------------
     @staticmethod
@@ -425,6 +457,22 @@ class SimhashStore:
             )
         return stored
 
+    def _ensure_verify(self, verify: VerifyMode | None) -> VerifyMode:
+        """The database's verify mode, recorded on first open (the given one or the default)."""
+        self._conn.execute(
+            "INSERT INTO simhash_meta (name, value) VALUES ('verify', %s)"
+            " ON CONFLICT (name) DO NOTHING",
+            [Jsonb(verify or DEFAULT_VERIFY)],
+        )
+        row = self._conn.execute("SELECT value FROM simhash_meta WHERE name = 'verify'").fetchone()
+        value = row[0] if row else None
+        if value not in VERIFY_MODES:
+            raise SchemaVersionError(
+                f"the database at {_where(self._dsn)} records verify mode {value!r}, "
+                f"not one of {', '.join(VERIFY_MODES)}"
+            )
+        return cast(VerifyMode, value)
+
     # -- properties and life cycle -----------------------------------------------
     @property
     def dsn(self) -> str:
@@ -454,7 +502,8 @@ class SimhashStore:
         self.close()
 
     def __repr__(self) -> str:
-        return f"SimhashStore({_where(self._dsn)}, k={self.k}, scheme={self._scheme.name})"
+        return (f"SimhashStore({_where(self._dsn)}, k={self.k}, scheme={self._scheme.name}, "
+                f"verify={self.verify})")
 
     # -- fingerprints -------------------------------------------------------------
     @property
@@ -478,6 +527,14 @@ class SimhashStore:
 
     def _k(self, k: int | None) -> int:
         return self.k if k is None else _check_k(k)
+
+    def _vtext(self, text: str) -> _verified.VText | None:
+        """What verification needs of a text, or None when neither mode needs it."""
+        if self.verify == "off" and self._keep == "off":
+            return None
+        sc = self._scheme
+        return _verified.prepare(text, html=sc.html, t2s=sc.t2s,
+                                 signature="all" in (self.verify, self._keep))
 
     # -- single documents ---------------------------------------------------------
     def add(
@@ -503,6 +560,9 @@ class SimhashStore:
         if policy not in ("skip", "link"):
             raise ValueError(f"on_duplicate must be 'skip' or 'link', got {policy!r}")
         fp = self.fingerprint(doc)
+        vt = self._vtext(doc) if isinstance(doc, str) else None
+        if vt is not None:
+            return self._add_verified(fp, vt, key, meta_d, kk, policy, dedup)
         mode = policy if dedup else "insert"
         row = self._conn.execute(
             _ADD,
@@ -523,31 +583,102 @@ class SimhashStore:
             existing_key=existing,
         )
 
+    def _add_verified(
+        self, fp: int, vt: _verified.VText, key: str | None, meta: dict[str, Any] | None,
+        k: int, policy: OnDuplicate, dedup: bool,
+    ) -> AddResult:
+        """add() of a text when verification is on or its text is kept.
+
+        The candidates are re-checked in Python, so this takes the locks
+        itself (the store-wide one when the radius exceeds 3, as for a short
+        text), then looks up the key and the candidates, then inserts: three
+        round trips where ``simhash_add`` needs one.
+        """
+        from simhash_pg.verify import query_k
+
+        conn = self._conn
+        signed = to_signed(fp)
+        vtext, sig = _verified.stored_fields(vt, self._keep)
+        for attempt in range(2):
+            try:
+                with conn.transaction():
+                    if dedup:
+                        locking.lock_batch(conn, [fp], query_k(vt.text, k, self.verify))
+                    if key is not None:
+                        row = conn.execute(_KEYS, [[key]], prepare=True).fetchone()
+                        if row is not None:
+                            return AddResult(row[1], to_unsigned(row[2]), row[3], None, False,
+                                             key=key, existing_key=True)
+                    best = None
+                    if dedup:
+                        found = _verified.candidates(conn, [signed], [vt], k, self.verify)[0]
+                        best = found[0] if found else None
+                    if best is not None and policy == "skip":
+                        return AddResult(best.id, fp, best.id, best.distance, False, key=key,
+                                         duplicate_key=best.key)
+                    row = conn.execute(
+                        _INSERT,
+                        [key, signed, best.id if best else None,
+                         Jsonb(meta) if meta is not None else None, vtext, sig],
+                        prepare=True,
+                    ).fetchone()
+                    assert row is not None
+                    return AddResult(row[0], fp, best.id if best else None,
+                                     best.distance if best else None, True, key=key,
+                                     duplicate_key=best.key if best else None)
+            except psycopg.errors.UniqueViolation:
+                # the key was stored by another writer since the look-up
+                if attempt == 1:
+                    raise
+        raise AssertionError("unreachable")
+
     def near(
         self, doc: str | int, *, k: int | None = None, limit: int | None = None
     ) -> list[Match]:
-        """Stored documents within Hamming distance k, nearest first (ties by id). Exact."""
+        """Stored documents near ``doc``, nearest first (ties by id). Exact.
+
+        Near means within Hamming distance k; a text query is also verified
+        as the store's ``verify`` mode says (see :class:`SimhashStore`).
+        """
         kk = self._k(k)
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                                   or limit < 1):
             raise ValueError(f"limit must be None or an int >= 1, got {limit!r}")
         fp = self.fingerprint(doc)
+        vt = self._vtext(doc) if isinstance(doc, str) and self.verify != "off" else None
+        if vt is not None:
+            found = _verified.candidates(self._conn, [to_signed(fp)], [vt], kk, self.verify)[0]
+            return [Match(c.id, c.key, c.distance, c.meta) for c in found[:limit]]
         rows = self._conn.execute(_NEAR, [to_signed(fp), kk, limit], prepare=True).fetchall()
         return [Match(r[0], r[1], r[2], r[3]) for r in rows]
 
     def near_many(self, docs: Iterable[str | int], *, k: int | None = None) -> list[list[Match]]:
-        """One list of matches per query, in query order; one round trip."""
+        """One list of matches per query, in query order, as :meth:`near` gives them.
+
+        One round trip for fingerprint queries and unverified texts, one for
+        verified texts.
+        """
         kk = self._k(k)
         items = list(docs)
         fps = self._fingerprints_strict(items)
         out: list[list[Match]] = [[] for _ in fps]
         if not fps:
             return out
-        rows = self._conn.execute(
-            _NEAR_MANY, [[to_signed(f) for f in fps], kk], prepare=True
-        ).fetchall()
-        for q, id_, key, dist, meta in rows:
-            out[q - 1].append(Match(id_, key, dist, meta))
+        signed = to_signed_list(fps)
+        ver = [i for i, d in enumerate(items) if isinstance(d, str)] if self.verify != "off" else []
+        plain = sorted(set(range(len(items))) - set(ver))
+        if plain:
+            rows = self._conn.execute(
+                _NEAR_MANY, [[signed[i] for i in plain], kk], prepare=True
+            ).fetchall()
+            for q, id_, key, dist, meta in rows:
+                out[plain[q - 1]].append(Match(id_, key, dist, meta))
+        if ver:
+            vts = [self._vtext(items[i]) for i in ver]  # type: ignore[arg-type]
+            hits = _verified.candidates(self._conn, [signed[i] for i in ver],
+                                        vts, kk, self.verify)  # type: ignore[arg-type]
+            for i, cands in zip(ver, hits, strict=True):
+                out[i] = [Match(c.id, c.key, c.distance, c.meta) for c in cands]
         return out
 
     def _fingerprints_strict(self, items: list[Any]) -> list[int]:
@@ -627,6 +758,7 @@ class SimhashStore:
             "bytes_per_row": round((table_bytes + index_bytes) / rows, 1) if rows else None,
             "scheme": self._scheme.to_dict(),
             "k": self.k,
+            "verify": self.verify,
             "schema_revision": migrate.HEAD,
             "server_version": version,
             "database": _where(self._dsn),
@@ -761,19 +893,40 @@ class SimhashStore:
         workers: int | None,
     ) -> list[AddResult]:
         prepared, errors = self._prepare_batch(batch, workers)
+        vts = self._batch_vtexts(batch, errors)
+        radius = k
+        if self.verify != "off" and vts:
+            from simhash_pg.verify import query_k
+
+            radius = max(query_k(v.text, k, self.verify) for v in vts.values())
         for attempt in range(3):
             try:
                 with self._conn.transaction():
                     if dedup and self.lock_batches:
                         # the batch's pigeonhole locks, or the store-wide one (locking.py)
                         fps = [p[0] for p, e in zip(prepared, errors, strict=True) if e is None]
-                        locking.lock_batch(self._conn, fps, k)
-                    return self._write_batch(prepared, errors, dedup, k, policy)
+                        locking.lock_batch(self._conn, fps, max(k, radius))
+                    return self._write_batch(prepared, errors, dedup, k, policy, vts)
             except psycopg.errors.UniqueViolation:
                 # a key stored by another writer since the look-up: look again
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
+
+    def _batch_vtexts(
+        self, batch: Sequence[Any], errors: list[AddResult | None]
+    ) -> dict[int, _verified.VText]:
+        """VText of each valid text document of a batch, when verification needs them."""
+        if self.verify == "off" and self._keep == "off":
+            return {}
+        out: dict[int, _verified.VText] = {}
+        for i, item in enumerate(batch):
+            text = item[0] if isinstance(item, tuple) else item
+            if errors[i] is None and isinstance(text, str):
+                v = self._vtext(text)
+                if v is not None:
+                    out[i] = v
+        return out
 
     def _write_batch(
         self,
@@ -782,19 +935,24 @@ class SimhashStore:
         dedup: bool,
         k: int,
         policy: OnDuplicate,
+        vts: dict[int, _verified.VText],
     ) -> list[AddResult]:
         n = len(prepared)
         valid = [i for i in range(n) if errors[i] is None]
         keys = list({prepared[i][1] for i in valid if prepared[i][1] is not None})
         signed = to_signed_list(prepared[i][0] for i in valid)
         signed_at = dict(zip(valid, signed, strict=True))
+        mode = self.verify
+        # verified: text documents when verification is on; plain: the others
+        verified = [i for i in valid if i in vts] if mode != "off" else []
+        plain = [i for i in valid if i not in vts] if verified else valid
         conn = self._conn
         # One round trip: existing keys, nearest stored match per fingerprint, ids.
         with conn.pipeline():
             c_keys = conn.execute(_KEYS, [keys], prepare=True) if keys else None
             c_near = (
-                conn.execute(_NEAREST_MANY, [signed, k], prepare=True)
-                if dedup and signed else None
+                conn.execute(_NEAREST_MANY, [[signed_at[i] for i in plain], k], prepare=True)
+                if dedup and plain else None
             )
             c_ids = conn.execute(_NEXT_IDS, [len(valid)], prepare=True) if valid else None
         existing: dict[str, tuple[int, int, int | None]] = {}
@@ -804,13 +962,23 @@ class SimhashStore:
         nearest: dict[int, tuple[int, str | None, int]] = {}
         if c_near is not None:
             for q, id_, key, dist in c_near.fetchall():
-                nearest[valid[q - 1]] = (id_, key, dist)
+                nearest[plain[q - 1]] = (id_, key, dist)
         ids = [r[0] for r in c_ids.fetchall()] if c_ids is not None else []
+        if dedup and verified:
+            # one more round trip: every candidate, re-checked (_verified.py)
+            hits = _verified.candidates(conn, [signed_at[i] for i in verified],
+                                        [vts[i] for i in verified], k, mode)
+            for i, cands in zip(verified, hits, strict=True):
+                if cands:
+                    c = cands[0]
+                    nearest[i] = (c.id, c.key, c.distance)
 
         results: list[AddResult | None] = list(errors)
         batch_keys: dict[str, int] = {}  # key -> position of the row stored in this batch
-        index = _BatchIndex(k)
-        rows: list[tuple[int, str | None, int, int | None, Jsonb | None]] = []
+        index = _BatchIndex(k, scan=bool(verified))
+        # what the batch's stored rows keep, for verifying later rows against them
+        kept: list[tuple[str | None, int | None]] = []
+        rows: list[tuple[Any, ...]] = []
         next_id = iter(ids)
         for i in valid:
             fp, key, meta = prepared[i]
@@ -829,9 +997,10 @@ class SimhashStore:
                 if i in nearest:
                     sid, skey, sdist = nearest[i]
                     best = (sdist, sid, skey)
-                found = index.nearest(fp)
-                if found is not None and (best is None or found[:2] < best[:2]):
-                    best = found
+                mine = (index.nearest(fp) if i not in vts or not verified
+                        else self._batch_match(index, kept, fp, vts[i], k))
+                if mine is not None and (best is None or mine[:2] < best[:2]):
+                    best = mine
             if best is not None and policy == "skip":
                 results[i] = AddResult(best[1], fp, best[1], best[0], False, key=key,
                                        duplicate_key=best[2])
@@ -840,20 +1009,45 @@ class SimhashStore:
             dup_of = best[1] if best is not None else None
             results[i] = AddResult(new_id, fp, dup_of, best[0] if best else None, True, key=key,
                                    duplicate_key=best[2] if best else None)
+            vtext, sig = _verified.stored_fields(vts.get(i), self._keep)
             if dedup:
                 index.add(fp, new_id, key)
+                kept.append((vtext, sig))
             if key is not None:
                 batch_keys[key] = i
             rows.append((new_id, key, signed_at[i], dup_of,
-                         Jsonb(meta) if meta is not None else None))
+                         Jsonb(meta) if meta is not None else None, vtext, sig))
         if rows:
             with conn.cursor() as cur, cur.copy(_COPY) as copy:
-                copy.set_types(["int8", "text", "int8", "int8", "jsonb"])
+                copy.set_types(_COPY_TYPES)
                 for row in rows:
                     copy.write_row(row)
         final = [r for r in results if r is not None]
         assert len(final) == n
         return final
+
+    def _batch_match(
+        self, index: _BatchIndex, kept: list[tuple[str | None, int | None]], fp: int,
+        vt: _verified.VText, k: int,
+    ) -> tuple[int, int, str | None] | None:
+        """The nearest accepted row stored earlier in this batch: what add() would find."""
+        from simhash_pg.verify import accept, query_k
+
+        mode = self.verify
+        hits = index.within(fp, query_k(vt.text, k, mode))
+        if vt.sig is not None and mode == "all":
+            seen = {pos for pos, _ in hits}
+            hits += [(pos, (index.fps[pos] ^ fp).bit_count())
+                     for pos, (_, sig) in enumerate(kept) if sig == vt.sig and pos not in seen]
+        best: tuple[int, int, str | None] | None = None
+        for pos, d in hits:
+            vtext, sig = kept[pos]
+            if accept(vt.text, vtext, d, k, mode,
+                      signature_match=vt.sig is not None and sig == vt.sig):
+                cand = (d, index.ids[pos], index.keys[pos])
+                if best is None or cand[:2] < best[:2]:
+                    best = cand
+        return best
 
     def bulk_load(
         self,
@@ -1004,8 +1198,9 @@ class _BatchIndex:
     scan over the batch's fingerprints, which is small.
     """
 
-    def __init__(self, k: int) -> None:
+    def __init__(self, k: int, *, scan: bool = False) -> None:
         self.k = k
+        self.scan = scan or k > 3  # keep the NumPy array (any radius) rather than block dicts
         self.arr: Any = None  # uint64 fingerprints for the k > 3 scan, grown by doubling
         self.fps: list[int] = []
         self.ids: list[int] = []
@@ -1017,7 +1212,7 @@ class _BatchIndex:
         self.fps.append(fp)
         self.ids.append(id_)
         self.keys.append(key)
-        if self.k <= 3:
+        if not self.scan:
             # fp was range-checked already: the unchecked blocks, hot loop
             for i, b in enumerate(raw_blocks(fp)):
                 self.by_block[i].setdefault(b, []).append(pos)
@@ -1034,7 +1229,7 @@ class _BatchIndex:
     def nearest(self, fp: int) -> tuple[int, int, str | None] | None:
         if not self.fps:
             return None
-        if self.k <= 3:
+        if not self.scan:
             cands: set[int] = set()
             for i, b in enumerate(raw_blocks(fp)):
                 cands.update(self.by_block[i].get(b, ()))
@@ -1046,14 +1241,28 @@ class _BatchIndex:
             return best
         return self._scan(fp)
 
-    def _scan(self, fp: int) -> tuple[int, int, str | None] | None:
+    def _distances(self, fp: int) -> Any:
         import numpy as np
 
         x = self.arr[: len(self.fps)] ^ np.uint64(fp)
         if hasattr(np, "bitwise_count"):
-            d = np.bitwise_count(x).astype(np.int64)
-        else:  # NumPy < 2
-            d = np.array([int(v).bit_count() for v in x.tolist()], dtype=np.int64)
+            return np.bitwise_count(x).astype(np.int64)
+        return np.array([int(v).bit_count() for v in x.tolist()], dtype=np.int64)  # NumPy < 2
+
+    def within(self, fp: int, radius: int) -> list[tuple[int, int]]:
+        """(position, distance) of every row within ``radius`` (needs ``scan``)."""
+        import numpy as np
+
+        if not self.fps:
+            return []
+        d = self._distances(fp)
+        ok = np.nonzero(d <= radius)[0]
+        return [(int(p), int(d[p])) for p in ok]
+
+    def _scan(self, fp: int) -> tuple[int, int, str | None] | None:
+        import numpy as np
+
+        d = self._distances(fp)
         ok = np.nonzero(d <= self.k)[0]
         if len(ok) == 0:
             return None
