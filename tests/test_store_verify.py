@@ -1,0 +1,261 @@
+"""Verification in the store: near/add/add_many re-check candidates (simhash_pg.verify).
+
+The reference is brute force: every stored row, judged by ``verify.accept``
+with what the row keeps in the database. The index path must agree with it
+exactly, and add_many must decide as sequential add() calls would.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simhash_pg import hamming
+from simhash_pg.bits import to_unsigned
+from simhash_pg.signatures import sentence_signature_signed
+from simhash_pg.store import Doc, SimhashStore
+from simhash_pg.verify import SHORT_K, accept, verification_text
+
+HYPO = settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+WORDS = (
+    "market stocks oil rally falls rise bank rates city council vote school budget storm "
+    "warning river flood police report new plan train strike airport delay winter heat "
+    "record crowd museum opens bridge closed election result tax cut hospital nurses"
+).split()
+
+
+def reset(store: SimhashStore) -> None:
+    store.connection.execute("TRUNCATE simhash_documents RESTART IDENTITY")
+
+
+def rows(store: SimhashStore) -> list[tuple[Any, ...]]:
+    return store.connection.execute(
+        "SELECT id, key, fingerprint, duplicate_of, verify_text, sentence_sig"
+        " FROM simhash_documents ORDER BY id"
+    ).fetchall()
+
+
+def brute_near(store: SimhashStore, text: str, k: int) -> list[tuple[int, int]]:
+    """(id, distance) of every stored row accept() takes, nearest first, ties by id."""
+    sc = store.scheme
+    q = verification_text(text, html=sc.html, t2s=sc.t2s)
+    qsig = sentence_signature_signed(text, html=sc.html, t2s=sc.t2s)
+    fp = store.fingerprint(text)
+    hits = []
+    for id_, _, sfp, _, vtext, sig in rows(store):
+        d = hamming(fp, to_unsigned(sfp))
+        if accept(q, vtext, d, k, store.verify,
+                  signature_match=qsig is not None and sig == qsig):
+            hits.append((d, id_))
+    return [(i, d) for d, i in sorted(hits)]
+
+
+@st.composite
+def corpus(draw: st.DrawFn) -> list[str]:
+    """Titles and multi-sentence texts, each with a few edited copies."""
+    texts: list[str] = []
+    for _ in range(draw(st.integers(2, 6))):
+        n = draw(st.sampled_from([3, 4, 6, 24, 40]))
+        words = draw(st.lists(st.sampled_from(WORDS), min_size=n, max_size=n))
+        texts.append(_sentences(words))
+        for _ in range(draw(st.integers(0, 3))):
+            w = list(words)
+            op = draw(st.sampled_from(["drop", "add", "swap", "punct", "tail"]))
+            i = draw(st.integers(0, len(w) - 1))
+            if op == "drop" and len(w) > 2:
+                del w[i]
+            elif op == "add":
+                w.insert(i, draw(st.sampled_from(WORDS)))
+            elif op == "swap":
+                j = draw(st.integers(0, len(w) - 1))
+                w[i], w[j] = w[j], w[i]
+            text = _sentences(w)
+            if op == "punct":
+                text = text.upper() + "!!"
+            elif op == "tail":
+                text += " Read more at our site."
+            texts.append(text)
+    return draw(st.permutations(texts))
+
+
+def _sentences(words: list[str]) -> str:
+    # sentences of 8 words, so that long texts have a sentence signature
+    parts = [" ".join(words[i : i + 8]) for i in range(0, len(words), 8)]
+    return ". ".join(p.capitalize() for p in parts) + "."
+
+
+@HYPO
+@given(corpus(), st.sampled_from(["short", "all"]), st.sampled_from([3, 6]))
+def test_near_equals_brute_force(pg_dsn: str, texts: list[str], mode: Any, k: int) -> None:
+    with SimhashStore(pg_dsn, verify=mode) as store:
+        reset(store)
+        store.add_many([Doc(t, key=str(i)) for i, t in enumerate(texts)], dedup=False)
+        for t in texts:
+            want = brute_near(store, t, k)
+            assert [(m.id, m.distance) for m in store.near(t, k=k)] == want
+        got = store.near_many(texts, k=k)
+        assert [[(m.id, m.distance) for m in ms] for ms in got] == [
+            brute_near(store, t, k) for t in texts
+        ]
+
+
+@HYPO
+@given(corpus(), st.sampled_from(["off", "short", "all"]), st.sampled_from([3, 6]),
+       st.sampled_from(["skip", "link"]))
+def test_add_many_decides_as_sequential_adds(
+    pg_dsn: str, texts: list[str], mode: Any, k: int, policy: Any
+) -> None:
+    with SimhashStore(pg_dsn, verify=mode, k=k, on_duplicate=policy) as store:
+        reset(store)
+        seq = [store.add(t) for t in texts]
+        seq_rows = rows(store)
+        reset(store)
+        many: list[Any] = []
+        store.add_many(texts, batch_size=7, progress=many.extend)
+        many_rows = rows(store)
+    # add_many reserves ids for a whole batch: compare by the input that made each row
+    assert decisions(many) == decisions(seq)
+    assert by_input(many_rows, many) == by_input(seq_rows, seq)
+    # and no two stored documents verify as near-duplicates of each other
+    if policy == "skip":
+        assert all(r.duplicate_of is None for r in seq if r.inserted)
+
+
+def decisions(results: list[Any]) -> list[tuple[Any, ...]]:
+    made = {r.id: i for i, r in enumerate(results) if r.inserted}
+    return [(r.status, made.get(r.id), made.get(r.duplicate_of), r.distance) for r in results]
+
+
+def by_input(table: list[tuple[Any, ...]], results: list[Any]) -> list[tuple[Any, ...]]:
+    made = {r.id: i for i, r in enumerate(results) if r.inserted}
+    return [(made[r[0]], r[1], r[2], made.get(r[3]), r[4], r[5]) for r in table]
+
+
+def test_short_title_variant_found_beyond_k3(pg_dsn: str) -> None:
+    a = "Storm warning issued for the river city tonight"
+    b = "Storm warning issued for river city tonight"
+    with SimhashStore(pg_dsn, verify="short") as store:
+        assert 3 < hamming(store.fingerprint(a), store.fingerprint(b)) <= SHORT_K
+        first = store.add(a, key="a")
+        dup = store.add(b, key="b")
+        assert first.inserted and not dup.inserted and dup.duplicate_of == first.id
+        assert [m.key for m in store.near(b)] == ["a"]
+    with SimhashStore(pg_dsn, verify="off") as plain:
+        assert plain.near(b) == []  # k = 3 alone misses it
+
+
+def test_unrelated_titles_at_small_distance_rejected(pg_dsn: str) -> None:
+    # found by search: 8 bits apart, bigram Jaccard 0.38
+    a, b = "Oil new stocks plan", "Stocks rates plan city"
+    with SimhashStore(pg_dsn, verify="short", k=8) as store:
+        assert hamming(store.fingerprint(a), store.fingerprint(b)) <= 8
+        store.add(a)
+        assert store.near(b) == []
+        assert store.add(b).inserted
+    with SimhashStore(pg_dsn, verify="off", k=8) as plain:
+        assert len(plain.near(b)) == 2  # unverified, each finds the other
+
+
+def test_sentence_signature_finds_reprint_only_under_all(pg_dsn: str) -> None:
+    core = ("The council voted on Tuesday to close the old bridge for repairs until the "
+            "spring. Engineers found cracks in two of the main supports during a routine "
+            "inspection last week. Traffic will be diverted through the river road and the "
+            "new tunnel under the harbour. The mayor said the repairs would cost less than a "
+            "new bridge. ")
+    a = "City news, Monday.\n" + core + "Subscribe for more."
+    b = "From our partners.\n" + core + "Comments are closed. Share this."
+    with SimhashStore(pg_dsn, verify="all") as store:
+        first = store.add(a)
+        sig = store.connection.execute(
+            "SELECT sentence_sig FROM simhash_documents WHERE id = %s", [first.id]
+        ).fetchone()
+        assert sig == (sentence_signature_signed(b),) and sig[0] is not None
+        # Reprints whose SimHash moved beyond k = 11 are rare and hard to write
+        # by hand: move the stored fingerprint 20 bits away instead.
+        store.connection.execute(
+            "UPDATE simhash_documents SET fingerprint = fingerprint # 1048575 WHERE id = %s",
+            [first.id],
+        )
+        assert [(m.id, m.distance > SHORT_K) for m in store.near(b)] == [(first.id, True)]
+        assert not store.add(b).inserted
+    with SimhashStore(pg_dsn, verify="short") as short:
+        assert short.near(b) == []
+
+
+def test_mode_recorded_and_texts_kept(pg_dsn: str) -> None:
+    long_text = "A longer document about the winter storm and the river flood. " * 3
+    with SimhashStore(pg_dsn) as store:
+        assert store.verify == "short" and store.stats()["verify"] == "short"
+        store.add("Short title here", key="s")
+        store.add(long_text, key="l")
+        kept = dict(store.connection.execute(
+            "SELECT key, verify_text FROM simhash_documents").fetchall())
+        assert kept == {"s": "shorttitlehere", "l": None}
+    with SimhashStore(pg_dsn, verify="all") as strict:
+        assert strict.verify == "all"
+        strict.add(long_text + " Again.", key="l2", dedup=False)
+        row = strict.connection.execute(
+            "SELECT verify_text IS NOT NULL, sentence_sig IS NOT NULL"
+            " FROM simhash_documents WHERE key = 'l2'").fetchone()
+        assert row == (True, True)
+    with SimhashStore(pg_dsn, verify="off") as off:
+        # a reader asking for less still writes what the database's mode keeps
+        off.add("Another short one", key="s2")
+        assert off.get("s2") is not None
+        assert off.connection.execute(
+            "SELECT verify_text FROM simhash_documents WHERE key = 's2'").fetchone() == (
+                "anothershortone",)
+    with SimhashStore(pg_dsn) as again:
+        assert again.verify == "short"  # recorded by the first open
+
+
+def test_bad_verify_mode(pg_dsn: str) -> None:
+    with pytest.raises(ValueError, match="verify must be one of off, short, all"):
+        SimhashStore(pg_dsn, verify="some")  # type: ignore[arg-type]
+
+
+def test_fingerprint_queries_are_not_verified(pg_dsn: str) -> None:
+    a, b = "Oil new stocks plan", "Stocks rates plan city"
+    with SimhashStore(pg_dsn, verify="short", k=8) as store:
+        store.add(a)
+        fp = store.fingerprint(b)
+        assert [m.distance for m in store.near(fp)] == [hamming(fp, store.fingerprint(a))]
+
+
+def test_concurrent_short_adds_store_no_verified_pair(pg_dsn: str) -> None:
+    # each pair's two titles are added at the same moment by two connections
+    pairs = [(f"Council vote on {w} budget delayed again",
+              f"Council vote on the {w} budget delayed again") for w in WORDS[:24]]
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def run(side: int) -> None:
+        try:
+            with SimhashStore(pg_dsn) as store:
+                for i, pair in enumerate(pairs):
+                    barrier.wait(timeout=30)
+                    store.add(pair[side], key=f"{side}-{i}")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(s,)) for s in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    with SimhashStore(pg_dsn) as store:
+        stored = store.connection.execute("SELECT id, key FROM simhash_documents").fetchall()
+        assert 1 <= len(stored) <= len(pairs)
+        for id_, key in stored:
+            side, i = map(int, key.split("-"))
+            assert [m.id for m in store.near(pairs[i][side])] == [id_]
