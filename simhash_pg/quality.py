@@ -395,6 +395,28 @@ def store_distances(
     return out
 
 
+def store_decisions(
+    sets: Sequence[PairSet], store: Any, k: int, *, progress: Progress = _quiet
+) -> list[npt.NDArray[np.bool_]]:
+    """Which pairs the store itself calls near-duplicates: ``b`` in ``near_many(a)``.
+
+    ``store`` holds every text keyed by its eval id (see :func:`store_distances`)
+    and verifies as its ``verify`` mode says: this measures what users get,
+    verification included.
+    """
+    out: list[npt.NDArray[np.bool_]] = []
+    for ps in sets:
+        queries = sorted(set(ps.a))
+        progress(f"store: near_many for {len(queries)} {ps.name} queries, "
+                 f"verify={store.verify} k={k}")
+        texts = ps.texts
+        results = store.near_many([texts[q] for q in queries], k=k)
+        found = {q: {str(m.key) for m in ms} for q, ms in zip(queries, results, strict=True)}
+        out.append(np.array([b in found[a] for a, b in zip(ps.a, ps.b, strict=True)],
+                            dtype=bool))
+    return out
+
+
 # --------------------------------------------------------------------------
 # decisions
 

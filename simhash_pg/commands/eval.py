@@ -55,6 +55,7 @@ def build_report(
     seed: int,
     workers: int | None,
     progress: Any,
+    store_verify: tuple[str, ...] = ("short", "all"),
 ) -> dict[str, Any]:
     """Run the whole evaluation and return the JSON-able report."""
     from simhash_pg import quality as Q
@@ -92,8 +93,18 @@ def build_report(
         k_max = max(r.max_k for r in rules)
         target = dsn or _fresh_eval_dsn()
         t = time.perf_counter()
-        with SimhashStore(target, scheme=first) as st:
+        # Keep every text (verify="all") so that every mode can be asked for
+        # below; the distances come from an unverified reader.
+        with SimhashStore(target, scheme=first, verify="all") as writer:
+            Q.store_distances(sets, writer, 0, progress=progress)
+        with SimhashStore(target, scheme=first, verify="off") as st:
             dists = Q.store_distances(sets, st, k_max, progress=progress)
+        store_verified: dict[str, list[Any]] = {}
+        for mode in store_verify:
+            for k in ks if mode != "all" else ks[:1]:
+                with SimhashStore(target, scheme=first, verify=mode) as st:  # type: ignore[arg-type]
+                    name = f"SimhashStore verify={mode} k={k}"
+                    store_verified[name] = Q.store_decisions(sets, st, k, progress=progress)
         store_info["seconds"] = round(time.perf_counter() - t, 2)
         store_info["k_queried"] = k_max
         for res, d in zip(results, dists, strict=True):
@@ -144,6 +155,19 @@ def build_report(
             ks,
             via_store=store,
         )
+        if store:
+            # the store's own verified answers, and whether they agree with
+            # the rule that models them (they must: same accept())
+            si = sets.index(ps)
+            for name, dets in store_verified.items():
+                systems[name] = dets[si]
+                mode, k = name.split()[1].split("=")[1], int(name.split()[2].split("=")[1])
+                rule = (Q.Rule(long_verify=True, sentences=ps.name == "documents")
+                        if mode == "all" else Q.Rule(k=k, short_verify=mode == "short"))
+                model = Q.decide(rule, res.store_distance if res.store_distance is not None
+                                 else res.distance, res.similarity, ps.short, res.sentences)
+                store_info[ps.name].setdefault("verified_disagree_with_rule", {})[name] = int(
+                    (model != dets[si]).sum())
         entry: dict[str, Any] = {
             "pairs": len(ps),
             "duplicates": int(ps.duplicate.sum()),
@@ -537,6 +561,14 @@ def markdown(report: dict[str, Any]) -> str:
     default=None,
     help="Also write the tables as markdown to this file.",
 )
+@click.option(
+    "--store-verify",
+    "store_verify",
+    type=click.Choice(["off", "short", "all"]),
+    multiple=True,
+    help="Verify modes to measure through SimhashStore.near_many (repeatable; "
+    "default: short and all; --store only).",
+)
 @click.option("--brief", is_flag=True, help="Only the summary and k sweep tables.")
 def command(
     eval_dir: Path | None,
@@ -550,6 +582,7 @@ def command(
     seed: int,
     workers: int | None,
     md_out: Path | None,
+    store_verify: tuple[str, ...],
     brief: bool,
 ) -> None:
     """Precision, recall and F1 on labelled pairs, with two peer libraries."""
@@ -577,6 +610,7 @@ def command(
         seed=seed,
         workers=workers,
         progress=progress,
+        store_verify=store_verify or ("short", "all"),
     )
     render(report, Console(width=max(Console().width, 160)), detail=not brief)
     if json_out is not None:
