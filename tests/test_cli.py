@@ -237,3 +237,15 @@ def test_demo(dsn: str) -> None:
     stored = rows(dsn)
     assert len(stored) == nums["read"] == 584
     assert sum(dup is not None for _, _, dup in stored) == nums["duplicates"]
+
+
+def test_verify_option(dsn: str) -> None:
+    a = "Storm warning issued for the river city tonight"
+    b = "Storm warning issued for river city tonight"
+    run("add", a, "--key", "t1", "--verify", "short", dsn=dsn)
+    stats = json.loads(run("stats", "--json", dsn=dsn).stdout)
+    assert stats["verify"] == "short"
+    found = [json.loads(x) for x in run("near", b, "--json", dsn=dsn).stdout.splitlines()]
+    assert [m["key"] for m in found] == ["t1"] and found[0]["distance"] > 3
+    assert "no stored document" in run("near", b, "--verify", "off", dsn=dsn).stdout
+    run("near", b, "--verify", "maybe", dsn=dsn, check=2)

@@ -23,7 +23,7 @@ EXIT_INTERRUPTED = 130  # Ctrl-C; committed work kept, rerun to resume
 
 
 def store_options(func: F) -> F:
-    """--dsn, --scheme and --k, for every command that opens a store."""
+    """--dsn, --scheme, --k and --verify, for every command that opens a store."""
 
     @click.option("--dsn", envvar="SIMHASH_PG_DSN", default=None, show_envvar=True,
                   help="PostgreSQL connection string. Default: the embedded server.")
@@ -33,6 +33,10 @@ def store_options(func: F) -> F:
     @click.option("--k", "k", type=click.IntRange(0, 64), default=None,
                   help="Hamming distance that counts as a near-duplicate (default: the "
                        "store's, 3).")
+    @click.option("--verify", type=click.Choice(["off", "short", "all"]), default=None,
+                  help="Re-check text matches: off, short (texts under 50 characters, "
+                       "the default of a new store) or all (also long texts, and the "
+                       "sentence signature). Default: the store's own mode.")
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         return func(*args, **kwargs)
@@ -54,7 +58,9 @@ def parse_scheme(value: str | None) -> Any:
     return text
 
 
-def open_store(dsn: str | None, scheme: str | None, k: int | None) -> SimhashStore:
+def open_store(
+    dsn: str | None, scheme: str | None, k: int | None, verify: str | None = None
+) -> SimhashStore:
     """Open a store, turning connection and scheme problems into usage errors."""
     import psycopg
 
@@ -63,6 +69,8 @@ def open_store(dsn: str | None, scheme: str | None, k: int | None) -> SimhashSto
     kwargs: dict[str, Any] = {"scheme": parse_scheme(scheme)}
     if k is not None:
         kwargs["k"] = k
+    if verify is not None:
+        kwargs["verify"] = verify
     try:
         return SimhashStore(dsn, **kwargs)
     # StoreConnectionError is an OSError, SchemeMismatchError a ValueError,

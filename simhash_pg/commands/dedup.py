@@ -201,9 +201,9 @@ def run_dedup(
 @click.option("--strict", is_flag=True, help="Stop at the first bad record instead of skipping.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary.")
 def command(inputs: tuple[str, ...], dsn: str | None, scheme: str | None, k: int | None,
-            fmt: str | None, text_field: str, key_field: str | None, out_path: str | None,
-            report_path: str | None, workers: int | None, batch_size: int, link: bool,
-            strict: bool, quiet: bool) -> None:
+            verify: str | None, fmt: str | None, text_field: str, key_field: str | None,
+            out_path: str | None, report_path: str | None, workers: int | None,
+            batch_size: int, link: bool, strict: bool, quiet: bool) -> None:
     """Deduplicate INPUTS (files, directories, or - for stdin) into the store.
 
     Each document is added with dedup on: a near-duplicate of a stored document,
@@ -222,7 +222,7 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: str | None, k: int
             click.echo(f"{where}: {reason} (skipped)", err=True)
 
     with ExitStack() as stack:
-        store = stack.enter_context(open_store(dsn, scheme, k))
+        store = stack.enter_context(open_store(dsn, scheme, k, verify))
         out = report = None
         if out_path:
             fh = stack.enter_context(open(out_path, "w", encoding="utf-8", newline=""))

@@ -48,7 +48,8 @@ def _echo_json(obj: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @store_options
 def add(text: str | None, file: str | None, key: str | None, meta: str | None, no_dedup: bool,
-        as_json: bool, dsn: str | None, scheme: str | None, k: int | None) -> None:
+        as_json: bool, dsn: str | None, scheme: str | None, k: int | None,
+        verify: str | None) -> None:
     """Add one document (TEXT, or --file F) to the store."""
     doc = _text_arg(text, file)
     meta_obj = None
@@ -57,7 +58,7 @@ def add(text: str | None, file: str | None, key: str | None, meta: str | None, n
             meta_obj = json.loads(meta)
         except json.JSONDecodeError as exc:
             raise click.BadParameter(f"not JSON: {exc}", param_hint="--meta") from exc
-    with open_store(dsn, scheme, k) as store:
+    with open_store(dsn, scheme, k, verify) as store:
         try:
             res = store.add(doc, key=key, meta=meta_obj, dedup=not no_dedup)
         except (ValueError, TypeError) as exc:
@@ -85,7 +86,7 @@ def add(text: str | None, file: str | None, key: str | None, meta: str | None, n
 @click.option("--json", "as_json", is_flag=True, help="Print JSON Lines, one match a line.")
 @store_options
 def near(text: str | None, file: str | None, fp: str | None, limit: int | None, as_json: bool,
-         dsn: str | None, scheme: str | None, k: int | None) -> None:
+         dsn: str | None, scheme: str | None, k: int | None, verify: str | None) -> None:
     """Stored documents within distance k of TEXT (or --file F), nearest first."""
     query: str | int
     if fp is not None:
@@ -98,7 +99,7 @@ def near(text: str | None, file: str | None, fp: str | None, limit: int | None, 
                                      param_hint="--fingerprint") from exc
     else:
         query = _text_arg(text, file)
-    with open_store(dsn, scheme, k) as store:
+    with open_store(dsn, scheme, k, verify) as store:
         try:
             matches = store.near(query, k=k, limit=limit)
         except (ValueError, TypeError) as exc:
@@ -123,9 +124,10 @@ def near(text: str | None, file: str | None, fp: str | None, limit: int | None, 
 @click.command("stats")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @store_options
-def stats(as_json: bool, dsn: str | None, scheme: str | None, k: int | None) -> None:
+def stats(as_json: bool, dsn: str | None, scheme: str | None, k: int | None,
+        verify: str | None) -> None:
     """Rows, sizes and the fingerprint scheme of the store."""
-    with open_store(dsn, scheme, k) as store:
+    with open_store(dsn, scheme, k, verify) as store:
         info = store.stats()
     data = info if isinstance(info, dict) else _as_dict(info)
     if as_json:
