@@ -19,7 +19,16 @@ from simhash_pg.normalize import normalize
 from simhash_pg.signatures import sentence_signature_normalized
 from simhash_pg.verify import VERIFY_MODES, VerifyMode, accept, alnum_only, keep_text, query_k
 
-__all__ = ["Candidate", "VText", "candidates", "prepare", "stored_fields", "stronger"]
+__all__ = [
+    "Candidate",
+    "VText",
+    "candidates",
+    "from_norm",
+    "from_norm_sig",
+    "prepare",
+    "stored_fields",
+    "stronger",
+]
 
 # Candidates within radius of each query, with what verification reads.
 _NEAR = (
@@ -61,7 +70,18 @@ def stronger(a: VerifyMode, b: VerifyMode) -> VerifyMode:
 def prepare(text: str, *, html: bool, t2s: bool, signature: bool) -> VText:
     """Verification text (and signature) of a document; one normalisation for both."""
     norm = normalize(text, html=html, t2s=t2s)
-    return VText(alnum_only(norm), sentence_signature_normalized(norm) if signature else None)
+    return from_norm_sig(norm) if signature else from_norm(norm)
+
+
+# For Fingerprinter.fingerprint_many_also: module-level, so workers can run them.
+def from_norm(norm: str) -> VText:
+    """VText of an already normalised text, without a signature."""
+    return VText(alnum_only(norm), None)
+
+
+def from_norm_sig(norm: str) -> VText:
+    """VText of an already normalised text, with its sentence signature."""
+    return VText(alnum_only(norm), sentence_signature_normalized(norm))
 
 
 def stored_fields(v: VText | None, keep: VerifyMode) -> tuple[str | None, int | None]:

@@ -29,8 +29,8 @@ import gc
 import multiprocessing as mp
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, overload
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +45,8 @@ from simhash_pg.features import (
 )
 from simhash_pg.normalize import ensure_str, normalize
 from simhash_pg.schemes import Scheme, get_scheme
+
+T = TypeVar("T")
 
 __all__ = ["Fingerprinter", "NoFeaturesError", "fingerprint", "fingerprint_features", "vote"]
 
@@ -170,6 +172,35 @@ class Fingerprinter:
         except (TypeError, NoFeaturesError):
             return None
 
+    def _try_also(self, text: object, also: Callable[[str], Any]) -> tuple[int | None, Any]:
+        """(fingerprint or None, also(normalised text)): one normalisation for both."""
+        if not isinstance(text, str):
+            return None, None
+        norm = self.normalize(text)
+        hashes, weights = extract_hashed(norm, self.scheme)
+        if not len(hashes):
+            return None, None
+        return vote(hashes, weights), also(norm)
+
+    def fingerprint_many_also(
+        self, texts: Iterable[Any], also: Callable[[str], T], workers: int | None = None
+    ) -> list[tuple[int | None, T | None]]:
+        """:meth:`fingerprint_many` with ``on_error="none"``, plus ``also(normalised text)``.
+
+        ``also`` runs where the fingerprint is computed (in the worker
+        processes), on the text the fingerprint saw; it must be a module-level
+        function (workers may be spawned). Both are None for a text that has
+        no fingerprint.
+        """
+        items = list(texts)
+        if workers is not None and (isinstance(workers, bool) or workers < 1):
+            raise ValueError("workers must be None or an int >= 1")
+        n = workers if workers is not None else self._auto_workers(items)
+        n = min(n, len(items)) or 1
+        if n == 1:
+            return [self._try_also(t, also) for t in items]
+        return _parallel(self, items, n, "none", also)
+
     @overload
     def fingerprint_many(
         self,
@@ -241,11 +272,11 @@ def _cpu_count() -> int:
 _worker_fp: Fingerprinter | None = None
 _worker_items: list[Any] | None = None
 
-_Chunk = tuple[Scheme, "list[Any] | tuple[int, int]", str]
+_Chunk = tuple[Scheme, "list[Any] | tuple[int, int]", str, "Callable[[str], Any] | None"]
 
 
-def _work(args: _Chunk) -> list[int | None]:
-    scheme, chunk, on_error = args
+def _work(args: _Chunk) -> list[Any]:
+    scheme, chunk, on_error, also = args
     if isinstance(chunk, tuple):  # forked: a slice of the inherited batch
         assert _worker_items is not None
         texts: list[Any] = _worker_items[chunk[0] : chunk[1]]
@@ -254,14 +285,17 @@ def _work(args: _Chunk) -> list[int | None]:
     fp = _worker_fp if _worker_fp is not None and _worker_fp.scheme == scheme else None
     if fp is None:  # spawned worker (no fork on this platform)
         fp = Fingerprinter(scheme)
+    if also is not None:
+        return [fp._try_also(t, also) for t in texts]
     if on_error == "raise":
         return [fp.fingerprint(t) for t in texts]
     return [fp._try(t) for t in texts]
 
 
 def _parallel(
-    fp: Fingerprinter, items: list[Any], n: int, on_error: str
-) -> list[int] | list[int | None]:
+    fp: Fingerprinter, items: list[Any], n: int, on_error: str,
+    also: Callable[[str], Any] | None = None,
+) -> list[Any]:
     global _worker_fp, _worker_items
     # Load jieba, OpenCC and the regexes once, here, so forked workers inherit them.
     warm_up(fp.scheme)
@@ -271,7 +305,7 @@ def _parallel(
     size = max(1, min(512, len(items) // (n * 4) or 1))
     bounds = [(i, min(i + size, len(items))) for i in range(0, len(items), size)]
     chunks: list[_Chunk] = [
-        (fp.scheme, b if fork else items[b[0] : b[1]], on_error) for b in bounds
+        (fp.scheme, b if fork else items[b[0] : b[1]], on_error, also) for b in bounds
     ]
     _worker_fp, _worker_items = fp, items
     # Frozen objects are skipped by the children's garbage collector, which

@@ -536,6 +536,10 @@ class SimhashStore:
         return _verified.prepare(text, html=sc.html, t2s=sc.t2s,
                                  signature="all" in (self.verify, self._keep))
 
+    @property
+    def _needs_text(self) -> bool:
+        return self.verify != "off" or self._keep != "off"
+
     # -- single documents ---------------------------------------------------------
     def add(
         self,
@@ -825,9 +829,15 @@ class SimhashStore:
         return total
 
     def _prepare_batch(
-        self, batch: Sequence[Any], workers: int | None
+        self, batch: Sequence[Any], workers: int | None,
+        vtexts: dict[int, _verified.VText] | None = None,
     ) -> tuple[list[tuple[int, str | None, dict[str, Any] | None]], list[AddResult | None]]:
-        """Validate and fingerprint; returns per-doc (fp, key, meta) and error results."""
+        """Validate and fingerprint; returns per-doc (fp, key, meta) and error results.
+
+        ``vtexts``, if given, receives the VText of every fingerprinted text by
+        position, computed by the fingerprinting workers from the same
+        normalised text.
+        """
         parsed: list[tuple[Any, str | None, dict[str, Any] | None] | None] = []
         errors: list[AddResult | None] = [None] * len(batch)
         for i, item in enumerate(batch):
@@ -860,7 +870,17 @@ class SimhashStore:
                                       error=str(exc))
         text_idx = [i for i, p in enumerate(parsed) if p is not None and isinstance(p[0], str)]
         fps: dict[int, int | None] = {}
-        if text_idx:
+        if text_idx and vtexts is not None:
+            also = (_verified.from_norm_sig if "all" in (self.verify, self._keep)
+                    else _verified.from_norm)
+            pairs = self.fingerprinter.fingerprint_many_also(
+                [parsed[i][0] for i in text_idx], also, workers  # type: ignore[index]
+            )
+            for i, (f, v) in zip(text_idx, pairs, strict=True):
+                fps[i] = f
+                if v is not None:
+                    vtexts[i] = v
+        elif text_idx:
             got = self.fingerprinter.fingerprint_many(
                 [parsed[i][0] for i in text_idx],  # type: ignore[index]
                 workers,
@@ -892,8 +912,9 @@ class SimhashStore:
         self, batch: Sequence[Any], dedup: bool, k: int, policy: OnDuplicate,
         workers: int | None,
     ) -> list[AddResult]:
-        prepared, errors = self._prepare_batch(batch, workers)
-        vts = self._batch_vtexts(batch, errors)
+        vts: dict[int, _verified.VText] = {}
+        prepared, errors = self._prepare_batch(batch, workers,
+                                               vts if self._needs_text else None)
         radius = k
         if self.verify != "off" and vts:
             from simhash_pg.verify import query_k
@@ -912,21 +933,6 @@ class SimhashStore:
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
-
-    def _batch_vtexts(
-        self, batch: Sequence[Any], errors: list[AddResult | None]
-    ) -> dict[int, _verified.VText]:
-        """VText of each valid text document of a batch, when verification needs them."""
-        if self.verify == "off" and self._keep == "off":
-            return {}
-        out: dict[int, _verified.VText] = {}
-        for i, item in enumerate(batch):
-            text = item[0] if isinstance(item, tuple) else item
-            if errors[i] is None and isinstance(text, str):
-                v = self._vtext(text)
-                if v is not None:
-                    out[i] = v
-        return out
 
     def _write_batch(
         self,

@@ -24,7 +24,6 @@ short, else 3. Both choices were measured against ``rapidfuzz.fuzz.ratio`` on
 from __future__ import annotations
 
 import re
-import sys
 import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
@@ -86,21 +85,36 @@ LONG_THRESHOLD = 0.78
 KEEP_TEXT_CHARS = 2 * SHORT_TEXT_CHARS
 
 
+# Where Unicode has combining marks: planes 0, 1 and 14 (variation selectors).
+# Scanning only these builds the pattern in ~0.1 s instead of ~1 s; a test
+# checks that the whole code space has no mark outside them.
+MARK_PLANES = ((0, 0x20000), (0xE0000, 0xF0000))
+
+
+def mark_ranges(spans: tuple[tuple[int, int], ...] = MARK_PLANES) -> list[tuple[int, int]]:
+    """Inclusive code point ranges of general category M* within ``spans``."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in spans:
+        start = -1
+        for cp in range(lo, hi + 1):
+            is_mark = cp < hi and unicodedata.category(chr(cp))[0] == "M"
+            if is_mark and start < 0:
+                start = cp
+            elif not is_mark and start >= 0:
+                out.append((start, cp - 1))
+                start = -1
+    return out
+
+
 @lru_cache(maxsize=1)
 def _strip_re() -> re.Pattern[str]:
     # \w leaves combining marks out (they would cut Devanagari or Thai apart),
     # and lets "_" in: remove everything except letters, digits and marks.
-    marks: list[str] = []
-    start = -1
-    for cp in range(sys.maxunicode + 2):
-        is_mark = cp <= sys.maxunicode and unicodedata.category(chr(cp))[0] == "M"
-        if is_mark and start < 0:
-            start = cp
-        elif not is_mark and start >= 0:
-            a, b = re.escape(chr(start)), re.escape(chr(cp - 1))
-            marks.append(a if start == cp - 1 else f"{a}-{b}")
-            start = -1
-    return re.compile(rf"(?:[^\w{''.join(marks)}]|_)+")
+    marks = "".join(
+        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+        for a, b in mark_ranges()
+    )
+    return re.compile(rf"(?:[^\w{marks}]|_)+")
 
 
 def verification_text(text: str, *, html: bool = False, t2s: bool = True) -> str:
