@@ -500,10 +500,23 @@ def test_worker_accepts_texts_or_a_slice_of_the_inherited_batch() -> None:
     f = Fingerprinter()
     expected = [f.fingerprint(EN), None]
     # The spawn path (no fork): texts travel with the chunk.
-    assert fpmod._work((f.scheme, [EN, ""], "none")) == expected
+    assert fpmod._work((f.scheme, [EN, ""], "none", None)) == expected
     # The fork path: a (start, stop) slice of the batch the worker inherited.
     fpmod._worker_items = ["x", EN, ""]
     try:
-        assert fpmod._work((f.scheme, (1, 3), "none")) == expected
+        assert fpmod._work((f.scheme, (1, 3), "none", None)) == expected
     finally:
         fpmod._worker_items = None
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_fingerprint_many_also_runs_on_the_normalised_text(workers: int) -> None:
+    f = Fingerprinter()
+    texts = [EN, "", "Ｆｕｌｌ　ｗｉｄｔｈ TEXT here", 5]
+    got = f.fingerprint_many_also(texts, str.upper, workers=workers)
+    assert got == [
+        (f.fingerprint(EN), f.normalize(EN).upper()),
+        (None, None),
+        (f.fingerprint(texts[2]), f.normalize(texts[2]).upper()),  # type: ignore[arg-type]
+        (None, None),
+    ]
