@@ -193,7 +193,7 @@ def test_sentence_signature_finds_reprint_only_under_all(pg_dsn: str) -> None:
 
 def test_mode_recorded_and_texts_kept(pg_dsn: str) -> None:
     long_text = "A longer document about the winter storm and the river flood. " * 3
-    with SimhashStore(pg_dsn) as store:
+    with SimhashStore(pg_dsn, verify="short") as store:
         assert store.verify == "short" and store.stats()["verify"] == "short"
         store.add("Short title here", key="s")
         store.add(long_text, key="l")
@@ -216,6 +216,11 @@ def test_mode_recorded_and_texts_kept(pg_dsn: str) -> None:
                 "anothershortone",)
     with SimhashStore(pg_dsn) as again:
         assert again.verify == "short"  # recorded by the first open
+
+
+def test_new_store_verifies_all(pg_dsn: str) -> None:
+    with SimhashStore(pg_dsn) as store:
+        assert store.verify == "all"
 
 
 def test_bad_verify_mode(pg_dsn: str) -> None:

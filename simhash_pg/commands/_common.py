@@ -34,9 +34,9 @@ def store_options(func: F) -> F:
                   help="Hamming distance that counts as a near-duplicate (default: the "
                        "store's, 3).")
     @click.option("--verify", type=click.Choice(["off", "short", "all"]), default=None,
-                  help="Re-check text matches: off, short (texts under 50 characters, "
-                       "the default of a new store) or all (also long texts, and the "
-                       "sentence signature). Default: the store's own mode.")
+                  help="Re-check text matches: off, short (texts under 50 characters) "
+                       "or all (also long texts, and the sentence signature; the "
+                       "default of a new store). Default: the store's own mode.")
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         return func(*args, **kwargs)
