@@ -142,12 +142,12 @@ def command(dsn: str | None, k: int, scheme: str | None, groups: int) -> None:
     langs = Counter(str(r["lang"]) for r in rows)
     click.echo(f"simhash-pg demo: {len(rows)} sample documents "
                f"({langs['en']} English, {langs['zh']} Chinese; MIT docs and SPDX licences)")
-    click.echo(f"  {summary.line()}; k = {k}")
+    click.echo(f"  {summary.line()}; k = {k}, verify = {store.verify}")
     known = Counter(str(r["group"]) for r in rows)
     expected = sum(n - 1 for n in known.values())
     same, confirmed = _score(summary)
-    click.echo(f"  the sample's {expected} planted and known near-duplicates: {same} found at "
-               f"k = {k} (raise --k for more; see Detection quality in the README)")
+    click.echo(f"  the sample's {expected} planted and known near-duplicates: {same} found "
+               "(see Detection quality in the README for k and verify)")
     click.echo(f"  of the {len(summary.pairs)} pairs reported, {confirmed} share >= 80% of "
                f"their character 5-grams\n")
     if groups:
