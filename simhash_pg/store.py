@@ -626,14 +626,15 @@ class SimhashStore:
 
     def stats(self) -> dict[str, Any]:
         """Rows, sizes (bytes) and the scheme: what ``simhash-pg stats`` prints."""
-        # summed over the partitions (pg_partition_tree: the table itself if
-        # it is not partitioned); keys_bytes: the simhash_keys side table
+        # summed over the partitions (pg_partition_tree lists nothing for a
+        # plain table: the table itself is added); keys_bytes: simhash_keys
         row = self._conn.execute(
             "SELECT (SELECT count(*) FROM simhash_documents), sum(pg_table_size(t.relid)),"
             " sum(pg_indexes_size(t.relid)), current_setting('server_version'),"
-            " count(*) FILTER (WHERE t.isleaf AND t.level > 0),"
+            " count(*) FILTER (WHERE t.level > 0),"
             " coalesce(pg_total_relation_size(to_regclass('simhash_keys')), 0)"
-            " FROM pg_partition_tree('simhash_documents') AS t"
+            " FROM (SELECT 'simhash_documents'::regclass AS relid, 0 AS level UNION"
+            " SELECT relid, level FROM pg_partition_tree('simhash_documents')) AS t"
         ).fetchone()
         assert row is not None
         rows, table_bytes, index_bytes, version, partitions, keys_bytes = row
@@ -909,7 +910,7 @@ class SimhashStore:
             # COPY ... FREEZE is refused on a partitioned table: copy into the
             # partition the rows land in (created_at = now(), this
             # transaction's start), truncated above, in this transaction.
-            target = psycopg.sql.SQL(conn.execute(_COPY_TARGET).fetchone()[0])  # type: ignore[index]
+            target = _copy_target(conn)
             # Constraints too: the primary key is built faster afterwards, and
             # the duplicate_of foreign key would queue a trigger event per row.
             constraints = conn.execute(
@@ -999,14 +1000,22 @@ class SimhashStore:
 _COPY_FREEZE = psycopg.sql.SQL(
     "COPY {} (id, key, fingerprint, duplicate_of, meta) FROM STDIN (FORMAT BINARY, FREEZE)"
 )
-# Where bulk_load's rows go: the table, or the partition of now() (else the default one).
-_COPY_TARGET = (
-    "SELECT CASE WHEN c.relkind <> 'p' THEN 'simhash_documents' ELSE ("
-    " SELECT p.partition::text FROM simhash_partitions() AS p"
-    " WHERE p.is_default OR (now() >= p.lower_bound AND now() < p.upper_bound)"
-    " ORDER BY p.is_default LIMIT 1) END"
-    " FROM pg_class c WHERE c.oid = 'simhash_documents'::regclass"
-)
+
+
+def _copy_target(conn: psycopg.Connection[Any]) -> psycopg.sql.Composable:
+    """Where bulk_load's rows go: the table, or the partition of now() (else the default)."""
+    row = conn.execute(
+        "SELECT relkind = 'p' FROM pg_class WHERE oid = 'simhash_documents'::regclass"
+    ).fetchone()
+    if not row or not row[0]:
+        return psycopg.sql.Identifier("simhash_documents")
+    part = conn.execute(
+        "SELECT p.partition::text FROM simhash_partitions() AS p"
+        " WHERE p.is_default OR (now() >= p.lower_bound AND now() < p.upper_bound)"
+        " ORDER BY p.is_default LIMIT 1"
+    ).fetchone()
+    assert part is not None  # the default partition at least
+    return psycopg.sql.SQL(part[0])  # a regclass, quoted by the server
 
 _PGCOPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
 _PGCOPY_TRAILER = b"\xff\xff"
