@@ -14,7 +14,7 @@ absolute figures less so):
    query by query alternating;
 3. add_many with keys (the keys trigger) and simhash_add with keys, alternating;
 4. the purge of everything older than 2 days: batched DELETE vs partition drops,
-   with the sizes before and after.
+   with the sizes before and after; then near() again (6 partitions left).
 """
 
 from __future__ import annotations
@@ -205,6 +205,17 @@ def main() -> None:
             print(f"purge 2d {name:>6}: {res.deleted:,} rows in {res.seconds:.2f} s "
                   f"({len(res.dropped)} partitions dropped, {res.batches} DELETE batches); "
                   f"size {before} -> {_mib(conn)} after VACUUM")
+        # near() once the window is 2 days: parted has the partly old day,
+        # yesterday, today, 2 ahead and the default partition (6 leaves)
+        for k in (3,):
+            ta, tb = _alternate(
+                len(qs[k]),
+                lambda i, k=k: _ms(lambda: stores["plain"].near(qs[k][i], k=k)),
+                lambda i, k=k: _ms(lambda: stores["parted"].near(qs[k][i], k=k)),
+            )
+            print(f"near() k={k} after the purge (parted: 6 partitions): plain p50 "
+                  f"{pct(ta, 50):.3f} / p99 {pct(ta, 99):.3f} ms, parted p50 {pct(tb, 50):.3f}"
+                  f" / p99 {pct(tb, 99):.3f} ms, p50 ratio {pct(tb, 50) / pct(ta, 50):.2f}")
         for st in stores.values():
             st.close()
 

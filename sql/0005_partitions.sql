@@ -437,12 +437,10 @@ BEGIN
     END IF;
 
     IF p_key IS NOT NULL THEN
-        -- through simhash_keys: one primary key probe, then the row's own
-        -- partition (pruned at run time), not every partition's key index
+        -- by the documents' key index (one probe per partition), not through
+        -- simhash_keys: a writer role has no grant on that table
         SELECT d.id, d.fingerprint, d.duplicate_of INTO v_id, v_fp, v_dup
-        FROM simhash_keys k
-        JOIN simhash_documents d ON d.id = k.id AND d.created_at = k.created_at
-        WHERE k.key = p_key;
+        FROM simhash_documents d WHERE d.key = p_key;
         IF FOUND THEN
             RETURN QUERY SELECT v_id, v_fp, v_dup, NULL::integer, false, NULL::text;
             RETURN;
@@ -481,9 +479,7 @@ BEGIN
         EXCEPTION WHEN unique_violation THEN
             -- the same key was stored concurrently: return that row
             SELECT d.id, d.fingerprint, d.duplicate_of INTO v_id, v_fp, v_dup
-            FROM simhash_keys k
-            JOIN simhash_documents d ON d.id = k.id AND d.created_at = k.created_at
-            WHERE k.key = p_key;
+            FROM simhash_documents d WHERE d.key = p_key;
             IF NOT FOUND THEN
                 RAISE;  -- not the key after all
             END IF;
