@@ -1,14 +1,21 @@
 """Retention: drop documents older than a window (e.g. the last two days).
 
-``purge(conn, older_than)`` deletes, in batches of ``batch_size`` rows with a
-commit after each, every document whose ``created_at`` is before the cutoff.
-Short transactions keep locks brief and let concurrent adds and searches run
-on; the freed space is reused by later inserts once (auto)vacuum has passed.
+``purge(conn, older_than)`` removes every document whose ``created_at`` is
+before the cutoff. Since revision 0005 the table is partitioned by UTC day
+(sql/0005_partitions.sql), and a purge
 
-This is the small-scale path (a plain table, up to a few million deletions a
-day). At the crawler scale of issue 5 (20-50M rows a day) deleting rows
-bloats the table and its five indexes, and the planned path is daily range
-partitions on ``created_at`` that are dropped whole: see docs/operations.md.
+1. makes the partitions of today and the next two days if missing
+   (``simhash_ensure_partitions``), so that a daily purge also keeps them
+   ahead;
+2. drops every partition that lies wholly before the cutoff, and deletes the
+   default partition's old rows (``simhash_drop_partitions``, one short
+   transaction): no dead rows, the space goes back to the system at once;
+3. deletes what is left before the cutoff (the rows of the one partition
+   that is only partly old) in batches of ``batch_size`` rows with a commit
+   after each: short transactions keep locks brief and let concurrent adds
+   and searches run on.
+
+On a plain table (before 0005) only step 3 runs.
 
 The cutoff is computed by the server (``now() - older_than``) so that client
 clock skew cannot purge too much; a ``datetime`` cutoff is taken as given.
@@ -22,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+
+import psycopg
 
 __all__ = ["DEFAULT_PURGE_BATCH", "PurgeResult", "parse_age", "purge", "purge_candidates"]
 
@@ -77,12 +86,18 @@ def _check_older_than(older_than: object) -> timedelta | datetime:
 
 @dataclass(frozen=True)
 class PurgeResult:
-    """What a purge did: the cutoff used, rows deleted, batches, seconds."""
+    """What a purge did: the cutoff used, rows deleted, batches, seconds.
+
+    ``deleted`` counts every row removed, ``dropped`` names the partitions
+    dropped whole (their rows are in ``deleted``), ``batches`` the batched
+    DELETEs.
+    """
 
     cutoff: datetime
     deleted: int
     batches: int
     seconds: float
+    dropped: tuple[str, ...] = ()
 
 
 def _cutoff(conn: Any, older_than: timedelta | datetime) -> datetime:
@@ -95,10 +110,20 @@ def _cutoff(conn: Any, older_than: timedelta | datetime) -> datetime:
 
 # Oldest ids first: rows are appended in time order, so the primary key index
 # finds them at its start and each batch stops after batch_size matches.
+# (id, created_at): the primary key of the partitioned table.
 _PURGE_BATCH = (
-    "DELETE FROM simhash_documents WHERE id IN ("
-    " SELECT id FROM simhash_documents WHERE created_at < %s ORDER BY id LIMIT %s)"
+    "DELETE FROM simhash_documents WHERE (id, created_at) IN ("
+    " SELECT id, created_at FROM simhash_documents WHERE created_at < %s"
+    " ORDER BY id LIMIT %s)"
 )
+_PARTITIONED = "SELECT relkind = 'p' FROM pg_class WHERE oid = 'simhash_documents'::regclass"
+# older_than = now() - cutoff: the function's own now() - older_than is the
+# cutoff exactly (one statement, one now())
+_DROP = (
+    "SELECT action, relation, n_rows FROM simhash_drop_partitions(now() - %s::timestamptz)"
+)
+# partitions made ahead of time by every purge (and by a store with retention)
+DAYS_AHEAD = 2
 _COUNT = "SELECT count(*) FROM simhash_documents WHERE created_at < %s"
 
 
@@ -123,7 +148,9 @@ def purge(
     every batch commits on its own. ``progress(total_deleted)`` is called
     after each batch. ``max_seconds`` stops after the batch that crosses it
     (a scheduled purge then finishes on its next run). Rows that recorded a
-    purged row as ``duplicate_of`` keep their place with NULL there.
+    row deleted by DELETE as ``duplicate_of`` keep their place with NULL
+    there; links to the rows of a dropped partition stay as they were (the
+    row they name is gone: LEFT JOIN).
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
@@ -132,6 +159,23 @@ def purge(
     start = time.perf_counter()
     cutoff = _cutoff(conn, _check_older_than(older_than))
     deleted = batches = 0
+    dropped: list[str] = []
+    row = conn.execute(_PARTITIONED).fetchone()
+    if row is not None and row[0]:
+        try:
+            conn.execute("SELECT simhash_ensure_partitions(%s)", [DAYS_AHEAD]).fetchall()
+            steps = conn.execute(_DROP, [cutoff]).fetchall()
+        except psycopg.errors.InsufficientPrivilege:
+            # not the table's owner (a writer role): the batched DELETE below
+            # still does the whole purge, without the partition drops
+            steps = []
+        for action, relation, n in steps:
+            if action == "drop":
+                dropped.append(relation)
+            if action in ("drop", "delete"):
+                deleted += n
+        if progress is not None:
+            progress(deleted)
     while True:
         n = conn.execute(_PURGE_BATCH, [cutoff, batch_size], prepare=True).rowcount
         deleted += max(n, 0)
@@ -142,4 +186,4 @@ def purge(
             break
         if max_seconds is not None and time.perf_counter() - start >= max_seconds:
             break
-    return PurgeResult(cutoff, deleted, batches, time.perf_counter() - start)
+    return PurgeResult(cutoff, deleted, batches, time.perf_counter() - start, tuple(dropped))

@@ -1,7 +1,12 @@
 """The tables, as SQLAlchemy 2 Core: the model ``alembic check`` compares with.
 
-The DDL the migrations run lives in ``sql/0001_schema.sql`` and ``sql/0003_verification.sql``; these
+The DDL the migrations run lives in ``sql/0001_schema.sql``,
+``sql/0003_verification.sql`` and ``sql/0005_partitions.sql``; these
 definitions must describe the same tables (a test runs ``alembic check``).
+Since revision 0005 simhash_documents is partitioned by range of created_at;
+its partitions (simhash_documents_p<day>, _legacy, _default) are made and
+dropped by SQL functions and are not modelled (migrations/env.py leaves them
+out of the comparison).
 The SQL functions are not modelled here: alembic does not know functions.
 """
 
@@ -12,8 +17,6 @@ from sqlalchemy import (
     Column,
     Computed,
     DateTime,
-    ForeignKey,
-    Identity,
     Index,
     MetaData,
     SmallInteger,
@@ -24,7 +27,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
-__all__ = ["BLOCK_COLUMNS", "documents", "meta", "metadata"]
+__all__ = ["BLOCK_COLUMNS", "documents", "keys", "meta", "metadata"]
 
 metadata = MetaData()
 
@@ -39,30 +42,36 @@ def _block_expr(shift: int) -> str:
 documents = Table(
     "simhash_documents",
     metadata,
-    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    # a sequence, not an identity: identity on a partitioned table needs PG 17
+    Column(
+        "id",
+        BigInteger,
+        primary_key=True,
+        autoincrement=False,
+        server_default=text("nextval('simhash_documents_id_seq'::regclass)"),
+    ),
     Column("key", Text, nullable=True),
     Column("fingerprint", BigInteger, nullable=False),
     *(
         Column(name, SmallInteger, Computed(_block_expr(shift), persisted=True))
         for name, shift in zip(BLOCK_COLUMNS, (48, 32, 16, 0), strict=True)
     ),
+    # no foreign key since 0005: id alone is not unique on a partitioned table
+    Column("duplicate_of", BigInteger, nullable=True),
+    # the partition key, hence part of the primary key
     Column(
-        "duplicate_of",
-        BigInteger,
-        ForeignKey("simhash_documents.id", ondelete="SET NULL"),
-        nullable=True,
+        "created_at",
+        DateTime(timezone=True),
+        primary_key=True,
+        nullable=False,
+        server_default=func.now(),
     ),
-    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("meta", JSONB, nullable=True),
     # revision 0003 (sql/0003_verification.sql): kept per the verify mode
     Column("verify_text", Text, nullable=True),
     Column("sentence_sig", BigInteger, nullable=True),
-    Index(
-        "simhash_documents_key_key",
-        "key",
-        unique=True,
-        postgresql_where=text("key IS NOT NULL"),
-    ),
+    # not unique: keys are unique through simhash_keys (revision 0005)
+    Index("simhash_documents_key_idx", "key", postgresql_where=text("key IS NOT NULL")),
     *(Index(f"simhash_documents_{name}_idx", name, "fingerprint") for name in BLOCK_COLUMNS),
     Index("simhash_documents_created_at_idx", "created_at", postgresql_using="brin"),
     Index(
@@ -75,6 +84,18 @@ documents = Table(
         "duplicate_of",
         postgresql_where=text("duplicate_of IS NOT NULL"),
     ),
+    postgresql_partition_by="RANGE (created_at)",
+)
+
+# One row per stored key, kept by triggers on simhash_documents: "one row per
+# key" across partitions (sql/0005_partitions.sql).
+keys = Table(
+    "simhash_keys",
+    metadata,
+    Column("key", Text, primary_key=True),
+    Column("id", BigInteger, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Index("simhash_keys_created_at_idx", "created_at", postgresql_using="brin"),
 )
 
 meta = Table(

@@ -24,6 +24,7 @@ A store holds one connection and is not thread-safe: use one per thread.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -367,10 +368,22 @@ class SimhashStore:
         except BaseException:
             self._conn.close()
             raise
+        if retention is not None:
+            self._ensure_partitions()
         self._fingerprinter: Fingerprinter | None = None
         self.verify: VerifyMode = verify or stored_verify
         # what writers keep: never less than the database's own mode
         self._keep: VerifyMode = _verified.stronger(self.verify, stored_verify)
+
+    def _ensure_partitions(self) -> None:
+        """Make today's and the next days' partitions, if missing (best effort).
+
+        Only the table's owner may: a writer or reader role gets a permission
+        error, ignored here (``simhash-pg purge``, run by the owner, makes
+        them too; rows of a missing day wait in the default partition).
+        """
+        with contextlib.suppress(psycopg.Error):
+            self._conn.execute("SELECT simhash_ensure_partitions(2)").fetchall()
 
     # -- opening ------------------------------------------------------------------
     @staticmethod
@@ -758,18 +771,27 @@ class SimhashStore:
 
     def stats(self) -> dict[str, Any]:
         """Rows, sizes (bytes) and the scheme: what ``simhash-pg stats`` prints."""
+        # summed over the partitions (pg_partition_tree lists nothing for a
+        # plain table: the table itself is added); keys_bytes: simhash_keys
         row = self._conn.execute(
-            "SELECT count(*), pg_table_size('simhash_documents'),"
-            " pg_indexes_size('simhash_documents'), current_setting('server_version')"
-            " FROM simhash_documents"
+            "SELECT (SELECT count(*) FROM simhash_documents), sum(pg_table_size(t.relid)),"
+            " sum(pg_indexes_size(t.relid)), current_setting('server_version'),"
+            " count(*) FILTER (WHERE t.level > 0),"
+            " coalesce(pg_total_relation_size(to_regclass('simhash_keys')), 0)"
+            " FROM (SELECT 'simhash_documents'::regclass AS relid, 0 AS level UNION"
+            " SELECT relid, level FROM pg_partition_tree('simhash_documents')) AS t"
         ).fetchone()
         assert row is not None
-        rows, table_bytes, index_bytes, version = row
+        rows, table_bytes, index_bytes, version, partitions, keys_bytes = row
+        table_bytes, index_bytes = int(table_bytes), int(index_bytes)
         return {
             "rows": rows,
             "table_bytes": table_bytes,
             "index_bytes": index_bytes,
-            "bytes_per_row": round((table_bytes + index_bytes) / rows, 1) if rows else None,
+            "keys_bytes": keys_bytes,
+            "partitions": partitions,
+            "bytes_per_row": (round((table_bytes + index_bytes + keys_bytes) / rows, 1)
+                              if rows else None),
             "scheme": self._scheme.to_dict(),
             "k": self.k,
             "verify": self.verify,
@@ -1076,7 +1098,8 @@ class SimhashStore:
         """Fill an *empty* store fast, without near-duplicate checks; return rows loaded.
 
         One transaction: TRUNCATE (so COPY can FREEZE the rows and set the
-        visibility map: index-only scans from the first query), drop the
+        visibility map: index-only scans from the first query; on the
+        partitioned table, COPY goes into the partition of today), drop the
         secondary indexes, COPY everything, rebuild the indexes as they were,
         ANALYZE. Other sessions wait on the table lock meanwhile. Raises
         ValueError if the store is not empty; an error leaves it empty.
@@ -1094,6 +1117,10 @@ class SimhashStore:
             ):
                 raise ValueError("bulk_load needs an empty store; use add_many instead")
             conn.execute("TRUNCATE simhash_documents RESTART IDENTITY")
+            # COPY ... FREEZE is refused on a partitioned table: copy into the
+            # partition the rows land in (created_at = now(), this
+            # transaction's start), truncated above, in this transaction.
+            target = _copy_target(conn)
             # Constraints too: the primary key is built faster afterwards, and
             # the duplicate_of foreign key would queue a trigger event per row.
             constraints = conn.execute(
@@ -1119,6 +1146,9 @@ class SimhashStore:
                 conn.execute(
                     psycopg.sql.SQL("DROP INDEX {}").format(psycopg.sql.Identifier(name))
                 )
+            # a partitioned table's index is defined ON ONLY the parent; built
+            # again without ONLY, it is built on every partition
+            indexdefs = [(name, ddl.replace(" ON ONLY ", " ON ", 1)) for name, ddl in indexdefs]
             next_id = 1
             clock = time.perf_counter()
             if isinstance(docs, np.ndarray):
@@ -1126,7 +1156,7 @@ class SimhashStore:
                 fps_all = np.ascontiguousarray(docs, dtype=np.uint64)
                 for start in range(0, len(fps_all), 1_000_000):
                     chunk = fps_all[start : start + 1_000_000]
-                    _copy_fingerprints(conn, chunk, next_id)
+                    _copy_fingerprints(conn, chunk, next_id, target)
                     next_id += len(chunk)
                 docs = ()
             it = iter(docs)
@@ -1136,18 +1166,22 @@ class SimhashStore:
                     break
                 if all(isinstance(d, int) and not isinstance(d, bool) for d in batch):
                     fps = np.array([check_fingerprint(d) for d in batch], dtype=np.uint64)
-                    _copy_fingerprints(conn, fps, next_id)
+                    _copy_fingerprints(conn, fps, next_id, target)
                     next_id += len(batch)
                     continue
-                prepared, errors = self._prepare_batch(batch, workers)
+                vts: dict[int, _verified.VText] = {}
+                prepared, errors = self._prepare_batch(batch, workers,
+                                                       vts if self._needs_text else None)
                 bad = [e for e in errors if e is not None]
                 if bad:
                     raise ValueError(f"bulk_load: {bad[0].error}")
-                with conn.cursor() as cur, cur.copy(_COPY_FREEZE) as copy:
-                    copy.set_types(["int8", "text", "int8", "int8", "jsonb"])
-                    for fp, key, meta in prepared:
+                with conn.cursor() as cur, cur.copy(_COPY_FREEZE.format(target)) as copy:
+                    copy.set_types(_COPY_TYPES)
+                    for i, (fp, key, meta) in enumerate(prepared):
+                        # what the row keeps for verification, as add() would
+                        vtext, sig = _verified.stored_fields(vts.get(i), self._keep)
                         copy.write_row((next_id, key, to_signed(fp), None,
-                                        Jsonb(meta) if meta is not None else None))
+                                        Jsonb(meta) if meta is not None else None, vtext, sig))
                         next_id += 1
             loaded = next_id - 1
             if loaded:
@@ -1177,16 +1211,34 @@ class SimhashStore:
         return loaded
 
 
-_COPY_FREEZE = (
-    "COPY simhash_documents (id, key, fingerprint, duplicate_of, meta)"
+_COPY_FREEZE = psycopg.sql.SQL(
+    "COPY {} (id, key, fingerprint, duplicate_of, meta, verify_text, sentence_sig)"
     " FROM STDIN (FORMAT BINARY, FREEZE)"
 )
+
+
+def _copy_target(conn: psycopg.Connection[Any]) -> psycopg.sql.Composable:
+    """Where bulk_load's rows go: the table, or the partition of now() (else the default)."""
+    row = conn.execute(
+        "SELECT relkind = 'p' FROM pg_class WHERE oid = 'simhash_documents'::regclass"
+    ).fetchone()
+    if not row or not row[0]:
+        return psycopg.sql.Identifier("simhash_documents")
+    part = conn.execute(
+        "SELECT p.partition::text FROM simhash_partitions() AS p"
+        " WHERE p.is_default OR (now() >= p.lower_bound AND now() < p.upper_bound)"
+        " ORDER BY p.is_default LIMIT 1"
+    ).fetchone()
+    assert part is not None  # the default partition at least
+    return psycopg.sql.SQL(part[0])  # a regclass, quoted by the server
 
 _PGCOPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
 _PGCOPY_TRAILER = b"\xff\xff"
 
 
-def _copy_fingerprints(conn: psycopg.Connection[Any], fps: Any, first_id: int) -> None:
+def _copy_fingerprints(
+    conn: psycopg.Connection[Any], fps: Any, first_id: int, table: psycopg.sql.Composable
+) -> None:
     """COPY (id, fingerprint) rows built with NumPy in the binary COPY format."""
     import numpy as np
 
@@ -1200,7 +1252,9 @@ def _copy_fingerprints(conn: psycopg.Connection[Any], fps: Any, first_id: int) -
     rows["l2"] = 8
     rows["fp"] = to_signed_array(fps)
     with conn.cursor() as cur, cur.copy(
-        "COPY simhash_documents (id, fingerprint) FROM STDIN (FORMAT BINARY, FREEZE)"
+        psycopg.sql.SQL("COPY {} (id, fingerprint) FROM STDIN (FORMAT BINARY, FREEZE)").format(
+            table
+        )
     ) as copy:
         copy.write(_PGCOPY_HEADER)
         copy.write(rows.tobytes())

@@ -56,29 +56,60 @@ def _spread(pg: psycopg.Connection, n: int, days: float, seed: int = 7) -> list[
     return rows
 
 
+def _day_partitions(pg: psycopg.Connection, days_back: int) -> list[str]:
+    """Daily partitions for the last ``days_back`` UTC days (rows there move in)."""
+    made = pg.execute(
+        "SELECT simhash_create_partition((now() AT TIME ZONE 'UTC')::date - d)"
+        " FROM generate_series(1, %s) AS d",
+        [days_back],
+    ).fetchall()
+    return [r[0] for r in made if r[0] is not None]
+
+
 def test_purge_deletes_exactly_the_old_rows_in_batches(pg: psycopg.Connection,
                                                        pg_dsn: str) -> None:
+    made = _day_partitions(pg, 5)
+    assert len(made) == 5
     rows = _spread(pg, 3000, days=4)
     old = sum(1 for _, h in rows if h >= 48)
     assert 0 < old < len(rows)
-    # a newer row that duplicates an old one: its link is cleared, the row kept
+    # newer rows that duplicate old ones: the link to a row deleted by DELETE
+    # is cleared (the row kept); the link to a row of a dropped partition stays
     pg.execute(
         "UPDATE simhash_documents SET duplicate_of = (SELECT min(id) FROM simhash_documents)"
         " WHERE id = (SELECT max(id) FROM simhash_documents)"
     )
+    batched_old = pg.execute(
+        "SELECT min(id) FROM simhash_documents WHERE created_at < now() - interval '2 days'"
+        " AND created_at >= date_trunc('day', now() - interval '2 days')"
+    ).fetchone()[0]  # type: ignore[index]
+    pg.execute(
+        "UPDATE simhash_documents SET duplicate_of = %s"
+        " WHERE id = (SELECT max(id) - 1 FROM simhash_documents)",
+        [batched_old],
+    )
+    # rows in partitions wholly before the cutoff, and rows of the partly old day
+    in_dropped = pg.execute(
+        "SELECT count(*) FROM simhash_documents"
+        " WHERE created_at < date_trunc('day', now() - interval '2 days')"
+    ).fetchone()[0]  # type: ignore[index]
     cutoff, would = purge_candidates(pg, timedelta(days=2))
     assert would == old
     seen: list[int] = []
     res = purge(pg, timedelta(days=2), batch_size=250, progress=seen.append)
     assert res.deleted == old and res.cutoff >= cutoff
-    assert res.batches == old // 250 + 1 and seen[-1] == old
+    assert 0 < in_dropped < old
+    assert len(res.dropped) == 3  # days -5 .. -3; day -2 holds the cutoff: partly kept
+    assert res.batches == (old - in_dropped) // 250 + 1 and seen[-1] == old
+    assert seen[0] == in_dropped
     assert pg.execute("SELECT count(*) FROM simhash_documents").fetchone() == (len(rows) - old,)
     assert pg.execute(
         "SELECT count(*) FROM simhash_documents WHERE created_at < %s", [res.cutoff]
     ).fetchone() == (0,)
-    assert pg.execute(
-        "SELECT duplicate_of FROM simhash_documents ORDER BY id DESC LIMIT 1"
-    ).fetchone() == (None,)
+    links = pg.execute(
+        "SELECT duplicate_of FROM simhash_documents ORDER BY id DESC LIMIT 2"
+    ).fetchall()
+    assert links == [(1,), (None,)]
     # nothing left to do: a second run deletes nothing
     assert purge(pg, "2d").deleted == 0
 

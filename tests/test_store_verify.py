@@ -264,3 +264,18 @@ def test_concurrent_short_adds_store_no_verified_pair(pg_dsn: str) -> None:
         for id_, key in stored:
             side, i = map(int, key.split("-"))
             assert [m.id for m in store.near(pairs[i][side])] == [id_]
+
+
+def test_bulk_load_keeps_what_add_keeps(pg_dsn: str) -> None:
+    texts = ["Short title one", "A longer document about the winter storm. " * 4,
+             "Another title here"]
+    with SimhashStore(pg_dsn, verify="all") as store:
+        reset(store)
+        for t in texts:
+            store.add(t, dedup=False)
+        added = [r[4:] for r in rows(store)]
+        reset(store)
+        assert store.bulk_load(texts) == 3
+        assert [r[4:] for r in rows(store)] == added
+        assert all(v is not None for v, _ in added)
+        assert [m.distance for m in store.near(texts[0])] == [0]

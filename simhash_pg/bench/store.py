@@ -119,14 +119,21 @@ def throughput(dsn: str, qs: list[int], k: int, clients: int, seconds: float) ->
 
 
 def sizes(conn: Any) -> dict[str, int]:
+    # summed over the partitions (pg_partition_tree lists nothing for a
+    # plain table or index: the relation itself is added)
     rows = conn.execute(
-        "SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c"
+        "SELECT c.relname, (SELECT coalesce(sum(pg_relation_size(t.relid)), 0) FROM"
+        " (SELECT c.oid::regclass AS relid UNION SELECT relid FROM pg_partition_tree(c.oid))"
+        " AS t) FROM pg_class c"
         " WHERE c.oid = 'simhash_documents'::regclass OR c.oid IN"
         " (SELECT indexrelid FROM pg_index WHERE indrelid = 'simhash_documents'::regclass)"
     ).fetchall()
     out = {r[0]: int(r[1]) for r in rows}
     out["_table_total"] = int(
-        conn.execute("SELECT pg_table_size('simhash_documents')").fetchone()[0]
+        conn.execute(
+            "SELECT sum(pg_table_size(relid)) FROM (SELECT 'simhash_documents'::regclass"
+            " AS relid UNION SELECT relid FROM pg_partition_tree('simhash_documents')) AS t"
+        ).fetchone()[0]
     )
     return out
 
@@ -266,10 +273,12 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
     try:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
         pages = conn.execute(
-            "SELECT sum(pg_prewarm(c.oid)) FROM pg_class c"
-            " WHERE c.oid = 'simhash_documents'::regclass"
+            "SELECT sum(pg_prewarm(t.relid)) FROM pg_class c CROSS JOIN LATERAL"
+            " (SELECT c.oid::regclass AS relid, c.relkind IN ('r', 'i') AS isleaf"
+            " UNION SELECT relid, isleaf FROM pg_partition_tree(c.oid)) AS t"
+            " WHERE t.isleaf AND (c.oid = 'simhash_documents'::regclass"
             " OR c.oid IN (SELECT indexrelid FROM pg_index"
-            " WHERE indrelid = 'simhash_documents'::regclass)"
+            " WHERE indrelid = 'simhash_documents'::regclass))"
         ).fetchone()[0]  # type: ignore[index]
         echo(f"prewarmed table and indexes: {pages:,} pages in {time.perf_counter() - t:.1f} s")
     except psycopg.Error as exc:

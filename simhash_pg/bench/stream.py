@@ -131,9 +131,13 @@ def _prewarm(conn: Any) -> str:
     """Read the table and its indexes into shared buffers; say how."""
     import psycopg
 
+    # the leaves: a partitioned table or index has no storage of its own
     rels = [r[0] for r in conn.execute(
-        "SELECT 'simhash_documents'::regclass::text UNION ALL SELECT indexrelid::regclass::text"
-        " FROM pg_index WHERE indrelid = 'simhash_documents'::regclass"
+        "SELECT t.relid::text FROM pg_class c CROSS JOIN LATERAL"
+        " (SELECT c.oid::regclass AS relid, c.relkind IN ('r', 'i') AS isleaf"
+        " UNION SELECT relid, isleaf FROM pg_partition_tree(c.oid)) AS t"
+        " WHERE t.isleaf AND (c.oid = 'simhash_documents'::regclass OR c.oid IN"
+        " (SELECT indexrelid FROM pg_index WHERE indrelid = 'simhash_documents'::regclass))"
     ).fetchall()]
     try:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")

@@ -1,8 +1,11 @@
 """``simhash-pg purge --older-than 2d``: the retention window, enforced.
 
-Meant to be scheduled (cron, a systemd timer, pg_cron calling the same
-DELETE): see docs/operations.md. Safe to run while the store is in use, and
-to interrupt: every batch commits on its own, and the next run goes on.
+Meant to be scheduled (cron, a systemd timer; or pg_cron calling
+simhash_ensure_partitions and simhash_drop_partitions): see
+docs/operations.md. It makes the next days' partitions, drops the partitions
+wholly older than the window, then deletes what is left in batches. Safe to
+run while the store is in use, and to interrupt: every step commits on its
+own, and the next run goes on.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ def _age(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
 
 @click.command("purge")
 @click.option("--older-than", "older_than", required=True, callback=_age,
-              help="Delete documents created longer ago than this: 2d, 36h, 90m, 1w.")
+              help="Remove documents created longer ago than this: 2d, 36h, 90m, 1w.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=20_000, show_default=True,
               help="Rows deleted per transaction.")
 @click.option("--max-seconds", type=click.FloatRange(min=0), default=None,
@@ -49,6 +52,7 @@ def command(older_than: timedelta, batch_size: int, max_seconds: float | None, d
                 res = retention.purge(store.connection, older_than,
                                       batch_size=batch_size, max_seconds=max_seconds)
                 out = {"cutoff": res.cutoff.isoformat(), "deleted": res.deleted,
+                       "dropped_partitions": list(res.dropped),
                        "batches": res.batches, "seconds": round(res.seconds, 3)}
         except KeyboardInterrupt:
             click.echo("simhash-pg: interrupted; the batches deleted so far stay deleted",
@@ -63,5 +67,7 @@ def command(older_than: timedelta, batch_size: int, max_seconds: float | None, d
     elif dry_run:
         click.echo(f"would delete {out['would_delete']} documents created before {out['cutoff']}")
     else:
+        n_dropped = len(out["dropped_partitions"])  # type: ignore[arg-type]
+        dropped = f"{n_dropped} partitions dropped, " if n_dropped else ""
         click.echo(f"deleted {out['deleted']} documents created before {out['cutoff']} "
-                   f"({out['batches']} batches, {out['seconds']} s)")
+                   f"({dropped}{out['batches']} batches, {out['seconds']} s)")
