@@ -1,6 +1,7 @@
 """The tables, as SQLAlchemy 2 Core: the model ``alembic check`` compares with.
 
-The DDL the migrations run lives in ``sql/0001_schema.sql`` and ``sql/0003_verification.sql``; these
+The DDL the migrations run lives in ``sql/0001_schema.sql``, ``sql/0003_verification.sql`` and
+``sql/0004_pair_indexes.sql``; these
 definitions must describe the same tables (a test runs ``alembic check``).
 The SQL functions are not modelled here: alembic does not know functions.
 """
@@ -63,7 +64,11 @@ documents = Table(
         unique=True,
         postgresql_where=text("key IS NOT NULL"),
     ),
-    *(Index(f"simhash_documents_{name}_idx", name, "fingerprint") for name in BLOCK_COLUMNS),
+    # revision 0004 (sql/0004_pair_indexes.sql): (b_i, b_(i+1 mod 4), fingerprint)
+    *(
+        Index(f"simhash_documents_{name}_idx", name, nxt, "fingerprint")
+        for name, nxt in zip(BLOCK_COLUMNS, BLOCK_COLUMNS[1:] + BLOCK_COLUMNS[:1], strict=True)
+    ),
     Index("simhash_documents_created_at_idx", "created_at", postgresql_using="brin"),
     Index(
         "simhash_documents_sentence_sig_idx",
