@@ -1,7 +1,8 @@
 """The tables, as SQLAlchemy 2 Core: the model ``alembic check`` compares with.
 
 The DDL the migrations run lives in ``sql/0001_schema.sql``,
-``sql/0003_verification.sql`` and ``sql/0005_partitions.sql``; these
+``sql/0003_verification.sql``, ``sql/0004_pair_indexes.sql`` and
+``sql/0005_partitions.sql``; these
 definitions must describe the same tables (a test runs ``alembic check``).
 Since revision 0005 simhash_documents is partitioned by range of created_at;
 its partitions (simhash_documents_p<day>, _legacy, _default) are made and
@@ -72,7 +73,11 @@ documents = Table(
     Column("sentence_sig", BigInteger, nullable=True),
     # not unique: keys are unique through simhash_keys (revision 0005)
     Index("simhash_documents_key_idx", "key", postgresql_where=text("key IS NOT NULL")),
-    *(Index(f"simhash_documents_{name}_idx", name, "fingerprint") for name in BLOCK_COLUMNS),
+    # revision 0004 (sql/0004_pair_indexes.sql): (b_i, b_(i+1 mod 4), fingerprint)
+    *(
+        Index(f"simhash_documents_{name}_idx", name, nxt, "fingerprint")
+        for name, nxt in zip(BLOCK_COLUMNS, BLOCK_COLUMNS[1:] + BLOCK_COLUMNS[:1], strict=True)
+    ),
     Index("simhash_documents_created_at_idx", "created_at", postgresql_using="brin"),
     Index(
         "simhash_documents_sentence_sig_idx",

@@ -234,6 +234,99 @@ def test_k_out_of_range_is_an_sql_error_naming_k(pg: psycopg.Connection, k: int 
             pg.execute(sql, [k])
 
 
+# -- k <= 3: pair probes (revision 0004) and single-block probes ---------------
+
+# simhash.pair_probe_min_rows overrides the table-size threshold: 0 forces the
+# pair form ((b_i, b_(i+1)) probes), a huge value the single-block form.
+FORMS = {"pairs": "0", "blocks": "1e30"}
+
+
+def force_form(pg: psycopg.Connection, form: str) -> None:
+    pg.execute(f"SET simhash.pair_probe_min_rows = '{FORMS[form]}'")
+
+
+def sql_near_many(
+    pg: psycopg.Connection, queries: list[int], k: int
+) -> list[list[tuple[int, int]]]:
+    rows = pg.execute(
+        "SELECT query, id, distance FROM simhash_near_many(%s, %s)",
+        [[to_signed(q) for q in queries], k],
+    ).fetchall()
+    got: list[list[tuple[int, int]]] = [[] for _ in queries]
+    for query, id_, dist in rows:
+        got[query - 1].append((id_, dist))
+    return got
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+@given(data=planted(max_k=3), skewed=planted(max_k=3, skewed=True))
+@HYPO
+def test_near_and_near_many_k0_to_3_both_forms_equal_brute_force(
+    pg: psycopg.Connection,
+    form: str,
+    data: tuple[list[int], list[int]],
+    skewed: tuple[list[int], list[int]],
+) -> None:
+    force_form(pg, form)
+    for stored, queries in (data, skewed):
+        load(pg, stored)
+        for k in (0, 1, 2, 3, 4, 6):
+            want = [brute_near(stored, q, k) for q in queries]
+            assert [sql_near(pg, q, k) for q in queries] == want, (form, k)
+            assert sql_near_many(pg, queries, k) == want, (form, k)
+
+
+def _spread(bits_per_block: tuple[int, ...], rnd: random.Random) -> int:
+    """A 64-bit mask with the given number of bits set in blocks 0..3."""
+    mask = 0
+    for block, nbits in enumerate(bits_per_block):
+        for bit in rnd.sample(range(16), nbits):
+            mask |= 1 << (48 - 16 * block + bit)
+    return mask
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+def test_every_spread_of_up_to_3_bits_over_the_blocks_is_found(
+    pg: psycopg.Connection, form: str
+) -> None:
+    # The lemma case by case: all 35 ways to put <= 3 differing bits into the
+    # four blocks, e.g. (0, 1, 0, 2) needs block 0 equal and block 1 probed
+    # within 1 bit; (1, 1, 0, 1) needs block 2 equal and block 3 within 1 bit.
+    # A pair form probing b_(i+1) by equality only would miss most of them.
+    rnd = random.Random(11)
+    spreads = [
+        (a, b, c, d)
+        for a in range(4) for b in range(4) for c in range(4) for d in range(4)
+        if a + b + c + d <= 3
+    ]
+    assert len(spreads) == 35
+    base = rnd.getrandbits(64)
+    stored = [base ^ _spread(s, rnd) for s in spreads for _ in range(3)]
+    stored += [rnd.getrandbits(64) for _ in range(200)]
+    load(pg, stored)
+    force_form(pg, form)
+    for k in range(4):
+        assert sql_near(pg, base, k) == brute_near(stored, base, k), (form, k)
+    assert len(sql_near(pg, base, 3)) == 105
+    assert sql_near_many(pg, [base, base ^ 1], 3) == [
+        brute_near(stored, base, 3), brute_near(stored, base ^ 1, 3)
+    ]
+
+
+def test_pair_indexes_cost_no_bytes_over_single_block_indexes(pg: psycopg.Connection) -> None:
+    # the second smallint sits in the alignment padding before the bigint
+    _bulk(pg, 20_000)
+    pg.execute("REINDEX INDEX simhash_documents_b0_idx")  # both built sorted, 90% full
+    pg.execute(
+        "CREATE INDEX single_b0 ON simhash_documents (b0, fingerprint)"
+        " WITH (deduplicate_items = off)"
+    )
+    sizes = pg.execute(
+        "SELECT pg_relation_size('simhash_documents_b0_idx'), pg_relation_size('single_b0')"
+    ).fetchone()
+    assert sizes is not None and sizes[0] == sizes[1]
+
+
 # -- plans --------------------------------------------------------------------
 
 
@@ -278,14 +371,87 @@ def test_explain_near_uses_block_indexes_not_a_seq_scan(pg: psycopg.Connection) 
     for k in (3, 6):
         plans = nested_plans(pg, "SELECT * FROM simhash_near(%s, %s)", [fp, k])
         for i in range(4):
-            # the index the partition got from the parent's (b_i, fingerprint) index
-            assert f"Index Only Scan using {part}_b{i}_fingerprint_idx on {part}" in plans, plans
+            # the index the partition got from the parent's (b_i, b_i+1, fingerprint) one
+            idx = f"{part}_b{i}_b{(i + 1) % 4}_fingerprint_idx"
+            assert f"Index Only Scan using {idx} on {part}" in plans, plans
         assert f"Seq Scan on {part} " not in plans, plans
         assert "Heap Fetches: 0" in plans, plans
     # above the probe threshold it scans, by design
     assert f"Seq Scan on {part} " in nested_plans(
         pg, "SELECT * FROM simhash_near(%s, 20)", [fp]
     )
+
+
+def test_explain_k3_pair_form_is_index_only_on_the_pair_indexes(pg: psycopg.Connection) -> None:
+    _bulk(pg, 120_000)
+    fp = pg.execute("SELECT fingerprint FROM simhash_documents LIMIT 1").fetchone()[0]  # type: ignore[index]
+    part = pg.execute(
+        "SELECT tableoid::regclass::text FROM simhash_documents LIMIT 1"
+    ).fetchone()[0]  # type: ignore[index]
+    # partitioned (revision 0005): the size that counts is the largest partition's
+    reltuples = pg.execute(
+        "SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [part]
+    ).fetchone()[0]  # type: ignore[index]
+    assert reltuples > 100_000
+    # below the threshold: one block by equality; above it: pairs. The
+    # threshold is compared with pg_class.reltuples (120,000 rows here).
+    for threshold, pairs in (("1e30", False), ("100000", True), ("200000", False), ("0", True)):
+        pg.execute(f"SET simhash.pair_probe_min_rows = '{threshold}'")
+        for fn in ("SELECT * FROM simhash_near(%s, 3)",
+                   "SELECT * FROM simhash_near_many(ARRAY[%s::bigint], 3)"):
+            plans = nested_plans(pg, fn, [fp])
+            for i in range(4):
+                j = (i + 1) % 4
+                assert f"Index Only Scan using {part}_b{i}_b{j}_fingerprint_idx" in plans, plans
+                assert (f"AND (c.b{j} = ANY" in plans or f"AND (b{j} = ANY" in plans) == pairs, (
+                    threshold, plans)
+            # (the empty partitions made ahead are read by Seq Scans of no pages)
+            assert f"Seq Scan on {part} " not in plans, plans
+            assert "Heap Fetches: 0" in plans, plans
+    pg.execute("RESET simhash.pair_probe_min_rows")
+
+
+def _block_indexdefs(pg: psycopg.Connection) -> list[str]:
+    return [
+        r[0].split(" USING btree ")[1]
+        for r in pg.execute(
+            "SELECT pg_get_indexdef(indexrelid) FROM pg_index"
+            " WHERE indexrelid::regclass::text ~ '^simhash_documents_b[0-3]_idx$'"
+            " ORDER BY indexrelid::regclass::text"
+        )
+    ]
+
+
+def test_migration_0004_round_trip_keeps_results(pg: psycopg.Connection, pg_dsn: str) -> None:
+    rnd = random.Random(5)
+    stored = [rnd.getrandbits(64) for _ in range(300)]
+    stored += [flip(fp, rnd.randint(0, 3), rnd) for fp in stored[:100]]
+    load(pg, stored)
+    queries = [flip(fp, rnd.randint(0, 3), rnd) for fp in stored[:30]]
+    want = {k: [brute_near(stored, q, k) for q in queries] for k in (0, 3, 6)}
+    pair_defs = [
+        "(b0, b1, fingerprint) WITH (deduplicate_items=off)",
+        "(b1, b2, fingerprint) WITH (deduplicate_items=off)",
+        "(b2, b3, fingerprint) WITH (deduplicate_items=off)",
+        "(b3, b0, fingerprint) WITH (deduplicate_items=off)",
+    ]
+    assert _block_indexdefs(pg) == pair_defs
+    migrate.downgrade(pg_dsn, "0003")
+    assert migrate.current(pg_dsn) == "0003"
+    assert _block_indexdefs(pg) == [
+        f"(b{i}, fingerprint) WITH (deduplicate_items=off)" for i in range(4)
+    ]
+    for k, w in want.items():
+        assert [sql_near(pg, q, k) for q in queries] == w, k
+        assert sql_near_many(pg, queries, k) == w, k
+    migrate.upgrade(pg_dsn)
+    assert migrate.current(pg_dsn) == migrate.HEAD
+    assert _block_indexdefs(pg) == pair_defs
+    for form in FORMS:
+        force_form(pg, form)
+        for k, w in want.items():
+            assert [sql_near(pg, q, k) for q in queries] == w, (form, k)
+    migrate.check(pg_dsn)
 
 
 # -- migrations ---------------------------------------------------------------

@@ -27,7 +27,9 @@ import numpy as np
 from simhash_pg.bench._scratch import scratch_dsn
 
 VARIANTS: dict[str, str] = {
-    # name -> index definition for block i (pair is the migration's default)
+    # name -> index definition for block i, j = i + 1 mod 4 (adjacent is the
+    # migrations' layout since revision 0004, pair that of 0001-0003)
+    "adjacent": "(b{i}, b{j}, fingerprint) WITH (deduplicate_items = off)",
     "pair": "(b{i}, fingerprint) WITH (deduplicate_items = off)",
     "include": "(b{i}) INCLUDE (fingerprint)",
     "single": "(b{i})",
@@ -139,33 +141,51 @@ def sizes(conn: Any) -> dict[str, int]:
 
 
 def set_variant(conn: Any, variant: str) -> float:
+    """Rebuild the block indexes as ``variant``; new sessions get the matching k <= 3 form."""
     cols = VARIANTS[variant]
     t = time.perf_counter()
     for i in range(4):
         conn.execute(f"DROP INDEX IF EXISTS simhash_documents_b{i}_idx")
         conn.execute(
-            f"CREATE INDEX simhash_documents_b{i}_idx ON simhash_documents {cols.format(i=i)}"
+            f"CREATE INDEX simhash_documents_b{i}_idx ON simhash_documents"
+            f" {cols.format(i=i, j=(i + 1) % 4)}"
         )
     conn.execute("VACUUM (ANALYZE) simhash_documents")
+    # The pair probes of sql/0004 need the adjacent layout; on the others the
+    # single-block form of k <= 3 is the one that fits (new sessions only).
+    db = conn.execute("SELECT current_database()").fetchone()[0]
+    if variant == "adjacent":
+        conn.execute(f'ALTER DATABASE "{db}" RESET simhash.pair_probe_min_rows')
+    else:
+        conn.execute(f'ALTER DATABASE "{db}" SET simhash.pair_probe_min_rows = \'1e30\'')
     return time.perf_counter() - t
 
 
-def candidates(conn: Any, qs: list[int], k: int) -> tuple[float, int]:
-    """Index entries examined per query (sum over the four block probes)."""
+def candidates(conn: Any, qs: list[int], k: int, pairs: bool = False) -> tuple[float, int]:
+    """Index entries examined per query (sum over the four block probes).
+
+    ``pairs``: the pair form of k <= 3 (sql/0004): block i equal and block
+    i + 1 within (k + 2) // 4 bits.
+    """
     from simhash_pg.bits import to_signed
 
+    if pairs:
+        where = [f"b{i} = simhash_block(q, {i}) AND b{(i + 1) % 4} = ANY(p{(i + 1) % 4})"
+                 for i in range(4)]
+        r = (k + 2) // 4
+    else:
+        where = [f"b{i} = ANY(p{i})" for i in range(4)]
+        r = k // 4
     counts = []
     for q in qs:
         row = conn.execute(
-            "SELECT (SELECT count(*) FROM simhash_documents WHERE b0 = ANY(p0))"
-            " + (SELECT count(*) FROM simhash_documents WHERE b1 = ANY(p1))"
-            " + (SELECT count(*) FROM simhash_documents WHERE b2 = ANY(p2))"
-            " + (SELECT count(*) FROM simhash_documents WHERE b3 = ANY(p3))"
-            " FROM (SELECT simhash_probes(simhash_block(q, 0), %(r)s) p0,"
+            "SELECT " + " + ".join(
+                f"(SELECT count(*) FROM simhash_documents WHERE {w})" for w in where)
+            + " FROM (SELECT q, simhash_probes(simhash_block(q, 0), %(r)s) p0,"
             " simhash_probes(simhash_block(q, 1), %(r)s) p1,"
             " simhash_probes(simhash_block(q, 2), %(r)s) p2,"
             " simhash_probes(simhash_block(q, 3), %(r)s) p3 FROM (SELECT %(q)s::bigint q) x) y",
-            {"q": to_signed(q), "r": k // 4},
+            {"q": to_signed(q), "r": r},
         ).fetchone()
         counts.append(int(row[0]))
     return statistics.fmean(counts), max(counts)
@@ -192,9 +212,11 @@ def seq_scan_ms(conn: Any, qs: list[int], k: int) -> tuple[float, float]:
 @click.option("--k", "k", type=click.IntRange(0, 64), default=3, show_default=True)
 @click.option("--extra-k", default="6,10", show_default=True,
               help="Also measure near() at these k (comma-separated; empty for none).")
-@click.option("--index-variant", "variants", default="pair", show_default=True,
-              help="Block index layouts to measure, comma-separated: pair = (b_i, fingerprint),"
-                   " include = (b_i) INCLUDE (fingerprint), single = (b_i), or all.")
+@click.option("--index-variant", "variants", default="adjacent", show_default=True,
+              help="Block index layouts to measure, comma-separated: adjacent ="
+                   " (b_i, b_i+1, fingerprint) (the migrations' layout), pair ="
+                   " (b_i, fingerprint), include = (b_i) INCLUDE (fingerprint),"
+                   " single = (b_i), or all.")
 @click.option("--skew", is_flag=True, help="10% of documents in 1% of the block values.")
 @click.option("--clients", type=click.IntRange(1, 64), default=2, show_default=True)
 @click.option("--add-rows", type=click.IntRange(0), default=100_000, show_default=True,
@@ -233,6 +255,8 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
     migrate.downgrade(dsn, "base")
     migrate.upgrade(dsn)
     conn = psycopg.connect(dsn, autocommit=True)
+    db = conn.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+    conn.execute(f'ALTER DATABASE "{db}" RESET simhash.pair_probe_min_rows')
     version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
     sb = conn.execute("SHOW shared_buffers").fetchone()[0]  # type: ignore[index]
     echo(f"simhash-pg bench store: n={n:,} k={k} skew={skew} seed={seed}")
@@ -243,9 +267,9 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
     echo(f"data generated in {time.perf_counter() - t:.1f} s")
     qs = queries_for(fps, nq, k, seed)
 
-    store = SimhashStore(dsn, k=k)
-    if variants[0] != "pair":
+    if variants[0] != "adjacent":
         set_variant(conn, variants[0])
+    store = SimhashStore(dsn, k=k)
     t = time.perf_counter()
     phases: dict[str, float] = {}
     store.bulk_load(fps, timings=phases)
@@ -298,20 +322,28 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
         if i > 0:
             build = set_variant(conn, variant)
             echo(f"variant {variant}: rebuilt 4 block indexes + VACUUM ANALYZE in {build:.1f} s")
+            store.close()
+            store = SimhashStore(dsn, k=k)  # a new session: the variant's k <= 3 form
         p50, p95, p99, mean = latency(store, qs, k)
         results[variant] = (p50, p95, p99, mean)
-        layout = VARIANTS[variant].format(i="_i").split(" WITH")[0]
+        layout = VARIANTS[variant].format(i="_i", j="_i+1").split(" WITH")[0]
         echo(f"near() k={k} [{variant}: {layout}], {len(qs)} queries, "
              f"one connection, end to end from Python: p50 {p50:.3f} ms, p95 {p95:.3f} ms, "
              f"p99 {p99:.3f} ms, mean {mean:.3f} ms; {seq_p50 / p50:,.0f}x faster than the scan")
         report_sizes(variant)
     # the remaining measurements run on the migration's default layout
-    if variants[-1] != "pair":
-        set_variant(conn, "pair")
-        echo("(back to the default pair layout for the rest)")
+    if variants[-1] != "adjacent":
+        set_variant(conn, "adjacent")
+        store.close()
+        store = SimhashStore(dsn, k=k)
+        echo("(back to the default adjacent layout for the rest)")
     cmean, cmax = candidates(conn, qs[:200], k)
     echo(f"candidates examined per query (index entries over 4 probes, k={k}): "
          f"mean {cmean:,.1f}, max {cmax:,}")
+    if k <= 3:
+        cmean, cmax = candidates(conn, qs[:200], k, pairs=True)
+        echo(f"  the same, pair form of k <= 3 (block i equal, block i+1 within "
+             f"{(k + 2) // 4} bit): mean {cmean:,.2f}, max {cmax:,}")
     for kx in ks:
         qx = queries_for(fps, min(nq, 300), kx, seed + kx)
         p50, p95, p99, mean = latency(store, qx, kx)
