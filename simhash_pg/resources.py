@@ -29,3 +29,17 @@ def migrations_dir() -> Path:
 
 def read_sql(name: str) -> str:
     return (sql_dir() / name).read_text(encoding="utf-8")
+
+
+def run_sql(name: str) -> None:
+    """Run one ``sql/`` file inside the current alembic migration.
+
+    Straight to psycopg, without parameters: the files hold several statements
+    and plpgsql '%' placeholders, which must reach the server untouched. Same
+    connection as alembic's, so the same transaction.
+    """
+    from alembic import op
+
+    conn = op.get_bind().connection.driver_connection
+    assert conn is not None  # alembic runs migrations on an open connection
+    conn.execute(read_sql(name))

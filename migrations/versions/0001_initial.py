@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from alembic import op
-
-from simhash_pg.resources import read_sql
+from simhash_pg.resources import run_sql
 
 revision: str = "0001"
 down_revision: str | None = None
@@ -19,17 +17,10 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 
-def _run(name: str) -> None:
-    # Straight to psycopg, without parameters: the files hold several
-    # statements and plpgsql '%' placeholders, which must reach the server
-    # untouched. Same connection, so the same transaction.
-    op.get_bind().connection.driver_connection.execute(read_sql(name))
-
-
 def upgrade() -> None:
-    _run("0001_schema.sql")
-    _run("0001_functions.sql")
+    run_sql("0001_schema.sql")
+    run_sql("0001_functions.sql")
 
 
 def downgrade() -> None:
-    _run("0001_drop.sql")
+    run_sql("0001_drop.sql")

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from alembic import op
-
-from simhash_pg.resources import read_sql
+from simhash_pg.resources import run_sql
 
 revision: str = "0002"
 down_revision: str | None = "0001"
@@ -19,14 +17,9 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 
-def _run(name: str) -> None:
-    # as in 0001: the file goes to psycopg untouched (DO blocks, '%')
-    op.get_bind().connection.driver_connection.execute(read_sql(name))
-
-
 def upgrade() -> None:
-    _run("0002_reader_role.sql")
+    run_sql("0002_reader_role.sql")
 
 
 def downgrade() -> None:
-    _run("0002_reader_role_drop.sql")
+    run_sql("0002_reader_role_drop.sql")

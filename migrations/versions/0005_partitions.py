@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from alembic import op
-
-from simhash_pg.resources import read_sql
+from simhash_pg.resources import run_sql
 
 revision: str = "0005"
 down_revision: str | None = "0004"
@@ -19,14 +17,9 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 
-def _run(name: str) -> None:
-    # as in 0001: the file goes to psycopg untouched (DO blocks, '%')
-    op.get_bind().connection.driver_connection.execute(read_sql(name))
-
-
 def upgrade() -> None:
-    _run("0005_partitions.sql")
+    run_sql("0005_partitions.sql")
 
 
 def downgrade() -> None:
-    _run("0005_partitions_drop.sql")
+    run_sql("0005_partitions_drop.sql")
