@@ -223,6 +223,20 @@ class LocalServer:
         )
         return result.returncode == 0
 
+    def running_binary_gone(self) -> bool:
+        """Whether the running server's executable was deleted since it started.
+
+        The per-user server outlives the environment that started it; once that
+        environment is removed, new backends cannot load plpgsql and the store
+        fails on its first function. Linux only (``/proc``); elsewhere False.
+        """
+        try:
+            pid = int((self.datadir / "postmaster.pid").read_text().split("\n", 1)[0])
+            exe = os.readlink(f"/proc/{pid}/exe")
+        except (OSError, ValueError):
+            return False
+        return exe.endswith(" (deleted)") or not Path(exe).exists()
+
     # -- life cycle ---------------------------------------------------------
     def _run(self, args: list[str], what: str, timeout: float = 120) -> None:
         try:
@@ -291,6 +305,12 @@ class LocalServer:
         with self._lock():  # type: ignore[attr-defined]
             if not self.is_initialized():
                 self._initdb()
+            if self.is_running() and self.running_binary_gone():
+                # started by an installation since removed: restart it from ours
+                self._run(
+                    [self._bin("pg_ctl"), "stop", "-w", "-m", "fast", "-D", str(self.datadir)],
+                    "stopping PostgreSQL (its installation was removed)",
+                )
             if not self.is_running():
                 sock = self.socket_dir
                 sock.mkdir(parents=True, exist_ok=True)
