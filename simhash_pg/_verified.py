@@ -17,7 +17,14 @@ from typing import Any
 
 from simhash_pg.normalize import normalize
 from simhash_pg.signatures import sentence_signature_normalized
-from simhash_pg.verify import VERIFY_MODES, VerifyMode, accept, alnum_only, keep_text, query_k
+from simhash_pg.verify import (
+    VERIFY_MODES,
+    VerifyMode,
+    alnum_only,
+    filter_candidates,
+    keep_text,
+    query_k,
+)
 
 __all__ = [
     "Candidate",
@@ -129,12 +136,14 @@ def candidates(
     out: list[list[Candidate]] = []
     for i in range(n):
         qt = texts[i]
-        kept = [
-            Candidate(id_, key, dist, meta)
-            for id_, key, dist, meta, vtext, sig in rows[i].values()
-            if accept(qt.text, vtext, dist, k, mode,
-                      signature_match=qt.sig is not None and sig == qt.sig)
-        ]
-        kept.sort(key=lambda c: (c.distance, c.id))
-        out.append(kept)
+        # ordered by (distance, id) first: filter_candidates keeps ties in order
+        found = sorted(rows[i].values(), key=lambda r: (r[2], r[0]))
+        kept = filter_candidates(
+            qt.text,
+            ((Candidate(id_, key, dist, meta), dist, vtext,
+              qt.sig is not None and sig == qt.sig)
+             for id_, key, dist, meta, vtext, sig in found),
+            k, mode,
+        )
+        out.append([c for c, _ in kept])
     return out

@@ -1014,8 +1014,6 @@ class SimhashStore:
         results: list[AddResult | None] = list(errors)
         batch_keys: dict[str, int] = {}  # key -> position of the row stored in this batch
         index = _BatchIndex(k, scan=bool(verified))
-        # what the batch's stored rows keep, for verifying later rows against them
-        kept: list[tuple[str | None, int | None]] = []
         rows: list[tuple[Any, ...]] = []
         next_id = iter(ids)
         for i in valid:
@@ -1036,7 +1034,7 @@ class SimhashStore:
                     sid, skey, sdist = nearest[i]
                     best = (sdist, sid, skey)
                 mine = (index.nearest(fp) if i not in vts or not verified
-                        else self._batch_match(index, kept, fp, vts[i], k))
+                        else self._batch_match(index, fp, vts[i], k))
                 if mine is not None and (best is None or mine[:2] < best[:2]):
                     best = mine
             if best is not None and policy == "skip":
@@ -1049,8 +1047,7 @@ class SimhashStore:
                                    duplicate_key=best[2] if best else None)
             vtext, sig = _verified.stored_fields(vts.get(i), self._keep)
             if dedup:
-                index.add(fp, new_id, key)
-                kept.append((vtext, sig))
+                index.add(fp, new_id, key, vtext, sig)
             if key is not None:
                 batch_keys[key] = i
             rows.append((new_id, key, signed_at[i], dup_of,
@@ -1065,27 +1062,28 @@ class SimhashStore:
         return final
 
     def _batch_match(
-        self, index: _BatchIndex, kept: list[tuple[str | None, int | None]], fp: int,
-        vt: _verified.VText, k: int,
+        self, index: _BatchIndex, fp: int, vt: _verified.VText, k: int
     ) -> tuple[int, int, str | None] | None:
         """The nearest accepted row stored earlier in this batch: what add() would find."""
-        from simhash_pg.verify import accept, query_k
+        from simhash_pg.verify import filter_candidates, query_k
 
         mode = self.verify
         hits = index.within(fp, query_k(vt.text, k, mode))
         if vt.sig is not None and mode == "all":
             seen = {pos for pos, _ in hits}
             hits += [(pos, (index.fps[pos] ^ fp).bit_count())
-                     for pos, (_, sig) in enumerate(kept) if sig == vt.sig and pos not in seen]
-        best: tuple[int, int, str | None] | None = None
-        for pos, d in hits:
-            vtext, sig = kept[pos]
-            if accept(vt.text, vtext, d, k, mode,
-                      signature_match=vt.sig is not None and sig == vt.sig):
-                cand = (d, index.ids[pos], index.keys[pos])
-                if best is None or cand[:2] < best[:2]:
-                    best = cand
-        return best
+                     for pos in index.by_sig.get(vt.sig, ()) if pos not in seen]
+        hits.sort(key=lambda pd: (pd[1], pd[0]))  # nearest, then earliest (= lowest id)
+        kept = filter_candidates(
+            vt.text,
+            ((pos, d, index.vtexts[pos], vt.sig is not None and index.sigs[pos] == vt.sig)
+             for pos, d in hits),
+            k, mode,
+        )
+        if not kept:
+            return None
+        pos, d = kept[0]
+        return (d, index.ids[pos], index.keys[pos])
 
     def bulk_load(
         self,
@@ -1276,12 +1274,21 @@ class _BatchIndex:
         self.ids: list[int] = []
         self.keys: list[str | None] = []
         self.by_block: list[dict[int, list[int]]] = [{}, {}, {}, {}]
+        # what each row keeps for verification, and the rows by sentence signature
+        self.vtexts: list[str | None] = []
+        self.sigs: list[int | None] = []
+        self.by_sig: dict[int, list[int]] = {}
 
-    def add(self, fp: int, id_: int, key: str | None) -> None:
+    def add(self, fp: int, id_: int, key: str | None,
+            vtext: str | None = None, sig: int | None = None) -> None:
         pos = len(self.fps)
         self.fps.append(fp)
         self.ids.append(id_)
         self.keys.append(key)
+        self.vtexts.append(vtext)
+        self.sigs.append(sig)
+        if sig is not None:
+            self.by_sig.setdefault(sig, []).append(pos)
         if not self.scan:
             # fp was range-checked already: the unchecked blocks, hot loop
             for i, b in enumerate(raw_blocks(fp)):
