@@ -30,6 +30,7 @@ but it then excludes every other writer for its duration.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -63,6 +64,19 @@ _BUDGET = (
 )
 
 
+# The budget depends on settings that change only with a server restart (which
+# also ends the connection): read once per connection, not once per add.
+_budgets: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def _budget(conn: Any) -> int:
+    budget = _budgets.get(conn)
+    if budget is None:
+        row = conn.execute(_BUDGET).fetchone()
+        budget = _budgets[conn] = int(row[0]) if row is not None else 0
+    return budget
+
+
 def batch_lock_keys(fps: Sequence[int]) -> tuple[list[int], list[int]]:
     """The distinct (key1, key2) block locks of unsigned fingerprints, sorted."""
     if len(fps) == 0:
@@ -81,8 +95,7 @@ def lock_batch(conn: Any, fps: Sequence[int], k: int) -> str:
     """
     if k <= 3 and PIGEONHOLE_BATCHES and len(fps):
         key1, key2 = batch_lock_keys(fps)
-        row = conn.execute(_BUDGET, prepare=True).fetchone()
-        if row is not None and len(key1) <= int(row[0]):
+        if len(key1) <= _budget(conn):
             conn.execute(_SHARED, [STORE_LOCK], prepare=True)
             conn.execute(_LOCK, [key1, key2], prepare=True)
             return "pigeonhole"
