@@ -87,6 +87,8 @@ def build_report(
     ]
 
     store_info: dict[str, Any] = {"used": store}
+    # display name -> (verify mode, k, per set: which pairs the store matched)
+    store_verified: dict[str, tuple[str, int, list[Any]]] = {}
     if store:
         from simhash_pg.store import SimhashStore
 
@@ -99,12 +101,11 @@ def build_report(
             Q.store_distances(sets, writer, 0, progress=progress)
         with SimhashStore(target, scheme=first, verify="off") as st:
             dists = Q.store_distances(sets, st, k_max, progress=progress)
-        store_verified: dict[str, list[Any]] = {}
         for mode in store_verify:
             for k in ks if mode != "all" else ks[:1]:
                 with SimhashStore(target, scheme=first, verify=mode) as st:  # type: ignore[arg-type]
-                    name = f"SimhashStore verify={mode} k={k}"
-                    store_verified[name] = Q.store_decisions(sets, st, k, progress=progress)
+                    store_verified[f"SimhashStore verify={mode} k={k}"] = (
+                        mode, k, Q.store_decisions(sets, st, k, progress=progress))
         store_info["seconds"] = round(time.perf_counter() - t, 2)
         store_info["k_queried"] = k_max
         for res, d in zip(results, dists, strict=True):
@@ -159,9 +160,8 @@ def build_report(
             # the store's own verified answers, and whether they agree with
             # the rule that models them (they must: same accept())
             si = sets.index(ps)
-            for name, dets in store_verified.items():
+            for name, (mode, k, dets) in store_verified.items():
                 systems[name] = dets[si]
-                mode, k = name.split()[1].split("=")[1], int(name.split()[2].split("=")[1])
                 rule = (Q.Rule(long_verify=True, sentences=ps.name == "documents")
                         if mode == "all" else Q.Rule(k=k, short_verify=mode == "short"))
                 model = Q.decide(rule, res.store_distance if res.store_distance is not None
