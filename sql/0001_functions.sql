@@ -1,5 +1,7 @@
--- simhash-pg SQL functions, revision 0001.
--- Applied by migrations/versions/0001_initial.py. Fingerprints are bigint
+-- simhash-pg SQL functions, revision 0001 (simhash_add: 0001_add.sql).
+-- Applied by migrations/versions/0001_initial.py. CREATE OR REPLACE: the
+-- downgrade of revision 0004 runs this file again to restore these bodies
+-- (same signatures, so the grants of revision 0002 stay). Fingerprints are bigint
 -- (the unsigned 64-bit value in two's complement), blocks smallint
 -- (16-bit block value - 32768), as in DESIGN.md.
 --
@@ -17,7 +19,7 @@
 -- Errors are raised by small plpgsql helpers: LANGUAGE sql cannot RAISE.
 -- IMMUTABLE so that calling SQL functions stay inlinable; they only ever
 -- raise or return their argument.
-CREATE FUNCTION simhash_check_k(k integer) RETURNS integer
+CREATE OR REPLACE FUNCTION simhash_check_k(k integer) RETURNS integer
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 BEGIN
     IF k IS NULL OR k < 0 OR k > 64 THEN
@@ -29,7 +31,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION simhash_bad_block_number(i integer) RETURNS smallint
+CREATE OR REPLACE FUNCTION simhash_bad_block_number(i integer) RETURNS smallint
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 BEGIN
     RAISE EXCEPTION 'simhash: block number must be 0, 1, 2 or 3, got %', coalesce(i::text, 'NULL')
@@ -38,13 +40,13 @@ END
 $$;
 
 -- popcount(a XOR b). PostgreSQL has no bit_count(bigint): cast to bit(64).
-CREATE FUNCTION simhash_hamming(a bigint, b bigint) RETURNS integer
+CREATE OR REPLACE FUNCTION simhash_hamming(a bigint, b bigint) RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT bit_count((a # b)::bit(64))::integer
 $$;
 
 -- Block i (0 = bits 48-63 ... 3 = bits 0-15) as stored in column b<i>.
-CREATE FUNCTION simhash_block(fp bigint, i integer) RETURNS smallint
+CREATE OR REPLACE FUNCTION simhash_block(fp bigint, i integer) RETURNS smallint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE WHEN i BETWEEN 0 AND 3
                 THEN (((fp >> (48 - 16 * i)) & 65535) - 32768)::smallint
@@ -53,7 +55,7 @@ $$;
 
 -- Every 16-bit mask with at most r bits set, fewest bits first
 -- (1, 17, 137, 697, 2517 ... values for r = 0, 1, 2, 3, 4).
-CREATE FUNCTION simhash_masks(r integer) RETURNS integer[]
+CREATE OR REPLACE FUNCTION simhash_masks(r integer) RETURNS integer[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     WITH RECURSIVE m (mask, top, n) AS (
         SELECT 0, -1, 0
@@ -66,7 +68,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 
 -- The block values (as stored smallints) within radius r of block value b.
-CREATE FUNCTION simhash_probes(b smallint, r integer) RETURNS smallint[]
+CREATE OR REPLACE FUNCTION simhash_probes(b smallint, r integer) RETURNS smallint[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE WHEN r <= 0 THEN ARRAY[b]
                 ELSE ARRAY(SELECT (((b::integer + 32768) # m) - 32768)::smallint
@@ -82,7 +84,7 @@ $$;
 -- (The function's SET also keeps it from being inlined; that is the point.)
 -- Candidates are checked inside index-only scans of the (b_i, fingerprint)
 -- indexes; only the matches are then read from the table.
-CREATE FUNCTION simhash_near(fp bigint, k integer DEFAULT 3)
+CREATE OR REPLACE FUNCTION simhash_near(fp bigint, k integer DEFAULT 3)
 RETURNS TABLE (id bigint, key text, distance integer)
 LANGUAGE plpgsql STABLE PARALLEL SAFE ROWS 10
 -- Generic plans, always: custom plans cost more to make than to run, and
@@ -154,7 +156,7 @@ END
 $$;
 
 -- The neighbours of a stored document, leaving out the document itself.
-CREATE FUNCTION simhash_near_id(doc_id bigint, k integer DEFAULT 3)
+CREATE OR REPLACE FUNCTION simhash_near_id(doc_id bigint, k integer DEFAULT 3)
 RETURNS TABLE (id bigint, key text, distance integer)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT n.id, n.key, n.distance
@@ -167,7 +169,7 @@ $$;
 -- Many queries in one round trip: query is the 1-based position in fps.
 -- Set-based for k <= 15 (one join over all queries: a per-query function
 -- call cost ~3x more, measured on add_many batches), per query above.
-CREATE FUNCTION simhash_near_many(fps bigint[], k integer DEFAULT 3)
+CREATE OR REPLACE FUNCTION simhash_near_many(fps bigint[], k integer DEFAULT 3)
 RETURNS TABLE (query integer, id bigint, key text, distance integer)
 LANGUAGE plpgsql STABLE PARALLEL SAFE ROWS 100
 SET plan_cache_mode = force_generic_plan
@@ -243,7 +245,7 @@ $$;
 
 -- Every pair of stored documents within k, a < b. Block self-joins (hash
 -- joins on equal blocks for k <= 3, probes for k <= 15), a nested scan above.
-CREATE FUNCTION simhash_pairs(k integer DEFAULT 3)
+CREATE OR REPLACE FUNCTION simhash_pairs(k integer DEFAULT 3)
 RETURNS TABLE (a bigint, b bigint, distance integer)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT p.a, p.b, p.distance FROM (
@@ -268,88 +270,4 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
         WHERE simhash_check_k(k) >= 4 AND n.id > x.id
     ) AS p
     ORDER BY p.a, p.b
-$$;
-
--- Check-and-insert in one call (one round trip from the store).
---   on_duplicate = 'skip'   a near-duplicate (<= k) is not stored; the
---                           nearest stored document is returned (default);
---                  'link'   it is stored with duplicate_of = nearest;
---                  'insert' no near-duplicate check at all.
--- A key already stored returns that row (idempotent), inserted = false.
--- Race-free: for k <= 3, transaction-level advisory locks on the four
--- (block number, block value) pairs, taken in block order, serialise
--- concurrent adds that could be near-duplicates of each other (any two share
--- a block), so two near-identical documents arriving at once end up as one.
--- Lock keys (int4, int4): (1397246976 + i, block i) for i = 0..3, and
--- (1397246980, 0) for the whole store: adds hold it shared (k <= 3) or
--- exclusive (k > 3); a locked add_many batch holds it exclusive.
-CREATE FUNCTION simhash_add(
-    p_fingerprint bigint,
-    p_key text DEFAULT NULL,
-    p_meta jsonb DEFAULT NULL,
-    p_k integer DEFAULT 3,
-    p_on_duplicate text DEFAULT 'skip'
-)
-RETURNS TABLE (id bigint, fingerprint bigint, duplicate_of bigint, distance integer,
-               inserted boolean, duplicate_key text)
-LANGUAGE plpgsql VOLATILE AS $$
-#variable_conflict use_column
-DECLARE
-    v_id bigint;
-    v_fp bigint;
-    v_dup bigint;
-    v_dist integer;
-    v_dup_key text;
-BEGIN
-    PERFORM simhash_check_k(p_k);
-    IF p_fingerprint IS NULL THEN
-        RAISE EXCEPTION 'simhash: fingerprint must not be NULL' USING ERRCODE = '22004';
-    END IF;
-    IF p_on_duplicate IS NULL OR p_on_duplicate NOT IN ('skip', 'link', 'insert') THEN
-        RAISE EXCEPTION 'simhash: on_duplicate must be skip, link or insert, got %',
-            coalesce(p_on_duplicate, 'NULL') USING ERRCODE = '22023';
-    END IF;
-
-    IF p_key IS NOT NULL THEN
-        SELECT d.id, d.fingerprint, d.duplicate_of INTO v_id, v_fp, v_dup
-        FROM simhash_documents d WHERE d.key = p_key;
-        IF FOUND THEN
-            RETURN QUERY SELECT v_id, v_fp, v_dup, NULL::integer, false, NULL::text;
-            RETURN;
-        END IF;
-    END IF;
-
-    IF p_on_duplicate <> 'insert' THEN
-        IF p_k <= 3 THEN
-            -- shared: many adds at once; excluded only by a locked add_many batch
-            PERFORM pg_advisory_xact_lock_shared(1397246980, 0);
-            PERFORM pg_advisory_xact_lock(1397246976, simhash_block(p_fingerprint, 0));
-            PERFORM pg_advisory_xact_lock(1397246977, simhash_block(p_fingerprint, 1));
-            PERFORM pg_advisory_xact_lock(1397246978, simhash_block(p_fingerprint, 2));
-            PERFORM pg_advisory_xact_lock(1397246979, simhash_block(p_fingerprint, 3));
-        ELSE
-            -- above k = 3 near-duplicates may share no block: one at a time
-            PERFORM pg_advisory_xact_lock(1397246980, 0);
-        END IF;
-        SELECT n.id, n.distance, n.key INTO v_dup, v_dist, v_dup_key
-        FROM simhash_near(p_fingerprint, p_k) AS n LIMIT 1;
-        IF FOUND AND p_on_duplicate = 'skip' THEN
-            RETURN QUERY SELECT v_dup, p_fingerprint, v_dup, v_dist, false, v_dup_key;
-            RETURN;
-        END IF;
-    END IF;
-
-    INSERT INTO simhash_documents AS d (key, fingerprint, duplicate_of, meta)
-    VALUES (p_key, p_fingerprint, v_dup, p_meta)
-    ON CONFLICT (key) WHERE key IS NOT NULL DO NOTHING
-    RETURNING d.id INTO v_id;
-    IF v_id IS NULL THEN
-        -- the same key was stored concurrently: return that row
-        SELECT d.id, d.fingerprint, d.duplicate_of INTO v_id, v_fp, v_dup
-        FROM simhash_documents d WHERE d.key = p_key;
-        RETURN QUERY SELECT v_id, v_fp, v_dup, NULL::integer, false, NULL::text;
-        RETURN;
-    END IF;
-    RETURN QUERY SELECT v_id, p_fingerprint, v_dup, v_dist, true, v_dup_key;
-END
 $$;

@@ -20,6 +20,7 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     run_sql("0001_schema.sql")
     run_sql("0001_functions.sql")
+    run_sql("0001_add.sql")
 
 
 def downgrade() -> None:

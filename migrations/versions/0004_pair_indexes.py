@@ -23,3 +23,4 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     run_sql("0004_pair_indexes_drop.sql")
+    run_sql("0001_functions.sql")  # 0001's near functions again

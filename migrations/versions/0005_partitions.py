@@ -23,3 +23,4 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     run_sql("0005_partitions_drop.sql")
+    run_sql("0001_add.sql")  # 0001's simhash_add again
