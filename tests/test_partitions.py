@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
+from _days import past_day_partitions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,15 +32,6 @@ def _partitions(pg: psycopg.Connection) -> dict[str, bool]:
     """name -> is_default, for every partition of simhash_documents."""
     rows = pg.execute("SELECT partition::text, is_default FROM simhash_partitions()").fetchall()
     return {r[0]: r[1] for r in rows}
-
-
-def _past_days(pg: psycopg.Connection, days_back: int) -> list[str]:
-    made = pg.execute(
-        "SELECT simhash_create_partition((now() AT TIME ZONE 'UTC')::date - d)"
-        " FROM generate_series(1, %s) AS d",
-        [days_back],
-    ).fetchall()
-    return [r[0] for r in made if r[0] is not None]
 
 
 def _insert(pg: psycopg.Connection, rows: list[tuple[str | None, int, float]]) -> list[int]:
@@ -202,7 +194,7 @@ def test_upgrade_from_0003_attaches_the_table_and_downgrade_restores_it(
 def test_downgrade_clears_links_into_dropped_partitions(
     pg: psycopg.Connection, pg_dsn: str
 ) -> None:
-    _past_days(pg, 4)
+    past_day_partitions(pg, 4)
     old, new = _insert(pg, [("a", 1, 3.5), ("b", 2, 0.01)])
     pg.execute("UPDATE simhash_documents SET duplicate_of = %s WHERE id = %s", [old, new])
     assert len(purge(pg, "2d").dropped) >= 2
@@ -244,7 +236,7 @@ def test_search_functions_exact_across_partitions(
 ) -> None:
     pg.execute("TRUNCATE simhash_documents")
     if len(_partitions(pg)) < 8:
-        _past_days(pg, 4)  # days -4..-1 partitioned, older ones in the default partition
+        past_day_partitions(pg, 4)  # days -4..-1 partitioned, older ones in the default partition
     rows, queries = data
     ids = _insert(pg, [(None, fp, ago) for fp, ago in rows])
     stored = dict(zip(ids, (fp for fp, _ in rows), strict=True))
@@ -278,7 +270,7 @@ def test_search_functions_exact_across_partitions(
 def test_key_unique_across_partitions_whatever_inserts_it(
     pg: psycopg.Connection, pg_dsn: str
 ) -> None:
-    _past_days(pg, 2)
+    past_day_partitions(pg, 2)
     (first,) = _insert(pg, [("url-1", 0x1111, 1.5)])
     # another day, another partition: still a duplicate key
     with pytest.raises(psycopg.errors.UniqueViolation):
@@ -314,7 +306,7 @@ def test_key_unique_across_partitions_whatever_inserts_it(
 
 
 def test_key_follows_its_row_across_partitions_and_truncate(pg: psycopg.Connection) -> None:
-    _past_days(pg, 3)
+    past_day_partitions(pg, 3)
     (id_,) = _insert(pg, [("moving", 0xABC, 2.5)])
     (linker,) = _insert(pg, [(None, 0xABD, 0.0)])
     pg.execute("UPDATE simhash_documents SET duplicate_of = %s WHERE id = %s", [id_, linker])
@@ -364,7 +356,7 @@ def test_concurrent_adds_of_one_key_store_one_row(pg: psycopg.Connection, pg_dsn
 
 
 def test_drop_partitions_drops_whole_days_and_keeps_the_window(pg: psycopg.Connection) -> None:
-    made = _past_days(pg, 4)
+    made = past_day_partitions(pg, 4)
     rows = [(f"k{i}", random.Random(i).getrandbits(64), i / 36) for i in range(200)]
     _insert(pg, rows)  # 0 .. 5 days ago: days -5 and older land in the default partition
     in_default = pg.execute(
@@ -456,7 +448,7 @@ def test_store_with_retention_makes_partitions_and_purges_by_dropping(
     today = datetime.now(timezone.utc).date()
     ahead = f"simhash_documents_p{(today + timedelta(2)).strftime('%Y%m%d')}"
     pg.execute(f"DROP TABLE {ahead}")
-    _past_days(pg, 3)
+    past_day_partitions(pg, 3)
     _insert(pg, [(None, i * 1_000_003, 2.2 + i / 100) for i in range(50)])
     with SimhashStore(pg_dsn, retention=timedelta(days=1)) as store:
         assert ahead in _partitions(pg)  # made on open

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import psycopg
 import pytest
+from _days import past_day_partitions
 from click.testing import CliRunner
 
 from simhash_pg.bits import to_signed, to_unsigned
@@ -56,19 +57,9 @@ def _spread(pg: psycopg.Connection, n: int, days: float, seed: int = 7) -> list[
     return rows
 
 
-def _day_partitions(pg: psycopg.Connection, days_back: int) -> list[str]:
-    """Daily partitions for the last ``days_back`` UTC days (rows there move in)."""
-    made = pg.execute(
-        "SELECT simhash_create_partition((now() AT TIME ZONE 'UTC')::date - d)"
-        " FROM generate_series(1, %s) AS d",
-        [days_back],
-    ).fetchall()
-    return [r[0] for r in made if r[0] is not None]
-
-
 def test_purge_deletes_exactly_the_old_rows_in_batches(pg: psycopg.Connection,
                                                        pg_dsn: str) -> None:
-    made = _day_partitions(pg, 5)
+    made = past_day_partitions(pg, 5)
     assert len(made) == 5
     rows = _spread(pg, 3000, days=4)
     old = sum(1 for _, h in rows if h >= 48)
