@@ -1,8 +1,8 @@
 """The tables, as SQLAlchemy 2 Core: the model ``alembic check`` compares with.
 
 The DDL the migrations run lives in ``sql/0001_schema.sql``,
-``sql/0003_verification.sql``, ``sql/0004_pair_indexes.sql`` and
-``sql/0005_partitions.sql``; these
+``sql/0003_verification.sql``, ``sql/0004_pair_indexes.sql``,
+``sql/0005_partitions.sql`` and ``sql/0006_probe_forms.sql``; these
 definitions must describe the same tables (a test runs ``alembic check``).
 Since revision 0005 simhash_documents is partitioned by range of created_at;
 its partitions (simhash_documents_p<day>, _legacy, _default) are made and
@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    CheckConstraint,
     Column,
     Computed,
     DateTime,
     Index,
+    Integer,
     MetaData,
     SmallInteger,
     Table,
@@ -26,9 +28,9 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
-__all__ = ["BLOCK_COLUMNS", "documents", "keys", "meta", "metadata"]
+__all__ = ["BLOCK_COLUMNS", "documents", "keys", "mask_sets", "meta", "metadata"]
 
 metadata = MetaData()
 
@@ -108,4 +110,16 @@ meta = Table(
     metadata,
     Column("name", Text, primary_key=True),
     Column("value", JSONB, nullable=False),
+)
+
+# Every 16-bit mask with at most ``radius`` bits set: the probe values of the
+# SQL search functions, filled once by revision 0006 and never changed.
+mask_sets = Table(
+    "simhash_mask_sets",
+    metadata,
+    Column("radius", Integer, primary_key=True),
+    Column("masks", ARRAY(Integer), nullable=False),
+    CheckConstraint("radius BETWEEN 0 AND 16"),
+    comment="simhash-pg: every 16-bit mask with at most radius bits set, fewest bits first"
+    " (read by simhash_masks and simhash_probe_sets; never changes)",
 )

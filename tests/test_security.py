@@ -96,6 +96,14 @@ def test_reader_can_read_and_search(make_role: Callable[..., str], pg_dsn: str) 
         fp = to_signed(0x0123_4567_89AB_CDEF)
         near = conn.execute("SELECT key, distance FROM simhash_near(%s, 3)", [fp]).fetchall()
         assert near == [("a", 0), ("b", 2)]
+        # both probe forms, which read simhash_mask_sets (revision 0006)
+        for threshold in ("0", "1e30"):
+            conn.execute(f"SET simhash.pair_probe_min_rows = '{threshold}'")
+            near = conn.execute("SELECT key FROM simhash_near(%s, 6)", [fp]).fetchall()
+            assert [r[0] for r in near][:2] == ["a", "b"]
+        conn.execute("RESET simhash.pair_probe_min_rows")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("UPDATE simhash_mask_sets SET masks = '{}'")
         pairs = conn.execute("SELECT a, b, distance FROM simhash_pairs(3)").fetchall()
         assert [p[2] for p in pairs] == [2]
         assert conn.execute(

@@ -19,6 +19,7 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     run_sql("0004_pair_indexes.sql")
+    run_sql("0004_functions.sql")
 
 
 def downgrade() -> None:
