@@ -164,28 +164,24 @@ def set_variant(conn: Any, variant: str) -> float:
 def candidates(conn: Any, qs: list[int], k: int, pairs: bool = False) -> tuple[float, int]:
     """Index entries examined per query (sum over the four block probes).
 
-    ``pairs``: the pair form of k <= 3 (sql/0004): block i equal and block
-    i + 1 within (k + 2) // 4 bits.
+    Single-block form: every entry whose block i is within k/4 bits.
+    ``pairs``: the pair form (sql/0006): of those, the entries whose block
+    i+1 is within k/2 bits too, the rows the Hamming check sees (the btree
+    skips the others inside its pages).
     """
     from simhash_pg.bits import to_signed
 
-    if pairs:
-        where = [f"b{i} = simhash_block(q, {i}) AND b{(i + 1) % 4} = ANY(p{(i + 1) % 4})"
-                 for i in range(4)]
-        r = (k + 2) // 4
-    else:
-        where = [f"b{i} = ANY(p{i})" for i in range(4)]
-        r = k // 4
+    where = [f"b{i} = ANY(a[{i + 1}:{i + 1}])" + (
+        f" AND b{(i + 1) % 4} = ANY(p[{(i + 1) % 4 + 1}:{(i + 1) % 4 + 1}])" if pairs else "")
+        for i in range(4)]
     counts = []
     for q in qs:
         row = conn.execute(
             "SELECT " + " + ".join(
                 f"(SELECT count(*) FROM simhash_documents WHERE {w})" for w in where)
-            + " FROM (SELECT q, simhash_probes(simhash_block(q, 0), %(r)s) p0,"
-            " simhash_probes(simhash_block(q, 1), %(r)s) p1,"
-            " simhash_probes(simhash_block(q, 2), %(r)s) p2,"
-            " simhash_probes(simhash_block(q, 3), %(r)s) p3 FROM (SELECT %(q)s::bigint q) x) y",
-            {"q": to_signed(q), "r": r},
+            + " FROM (SELECT simhash_probe_sets(%(q)s, %(r1)s) a,"
+            " simhash_probe_sets(%(q)s, %(r2)s) p) x",
+            {"q": to_signed(q), "r1": k // 4, "r2": k // 2},
         ).fetchone()
         counts.append(int(row[0]))
     return statistics.fmean(counts), max(counts)
@@ -340,16 +336,17 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
     cmean, cmax = candidates(conn, qs[:200], k)
     echo(f"candidates examined per query (index entries over 4 probes, k={k}): "
          f"mean {cmean:,.1f}, max {cmax:,}")
-    if k <= 3:
-        cmean, cmax = candidates(conn, qs[:200], k, pairs=True)
-        echo(f"  the same, pair form of k <= 3 (block i equal, block i+1 within "
-             f"{(k + 2) // 4} bit): mean {cmean:,.2f}, max {cmax:,}")
+    cmean, cmax = candidates(conn, qs[:200], k, pairs=True)
+    echo(f"  of those, rows the Hamming check sees in the pair form (block i+1 within "
+         f"{k // 2} bits too): mean {cmean:,.2f}, max {cmax:,}")
     for kx in ks:
         qx = queries_for(fps, min(nq, 300), kx, seed + kx)
         p50, p95, p99, mean = latency(store, qx, kx)
         cm, cx = candidates(conn, qx[:100], kx)
+        pm, px = candidates(conn, qx[:100], kx, pairs=True) if kx <= 15 else (cm, cx)
         echo(f"near() k={kx}: p50 {p50:.3f} ms, p95 {p95:.3f} ms, p99 {p99:.3f} ms "
-             f"({len(qx)} queries); candidates mean {cm:,.0f}, max {cx:,}")
+             f"({len(qx)} queries); index entries walked mean {cm:,.0f}, max {cx:,}; "
+             f"rows Hamming-checked in the pair form mean {pm:,.1f}, max {px:,}")
 
     qps = throughput(dsn, qs, k, clients, 5.0)
     echo(f"near() throughput with {clients} client processes: {qps:,.0f} queries/s")

@@ -1,0 +1,103 @@
+"""Revision 0006 against 0005: simhash_near's probe forms side by side (issue 6).
+
+Figures in docs/scaling.md. Not part of the package; run from the repository:
+
+    uv run python docs/experiments/probe_forms.py --dsn DSN [--k 3,6,10] [--queries Q]
+    uv run python docs/experiments/probe_forms.py --n N [--skew] [--home DIR]
+
+With --dsn, the database must hold a store at revision 0006 (e.g. one loaded
+by `simhash-pg bench store --keep`, or `--n` here). The 0005 functions are
+installed beside the current ones under other names (x0005_near and the
+recursive-CTE probes they call), and both are timed on the same queries:
+half a stored fingerprint with up to k bits flipped, half random; each query
+is run by both, in alternating order, so neither always meets a warm cache.
+End to end from Python, prepared, one connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import time
+
+import numpy as np
+import psycopg
+
+from simhash_pg.bench.store import make_data, pct, queries_for
+from simhash_pg.bits import to_signed
+from simhash_pg.resources import read_sql
+
+
+def install_0005(conn: psycopg.Connection) -> None:
+    """0005's simhash_near and its 0001 probe helpers, renamed x0005_*."""
+    helpers = read_sql("0001_functions.sql")
+    for name in ("simhash_masks", "simhash_probes"):
+        body = re.search(rf"CREATE OR REPLACE FUNCTION {name}\(.*?\n\$\$;\n", helpers, re.S)
+        assert body is not None, name
+        conn.execute(body.group(0).replace("simhash_masks", "x0005_masks")
+                     .replace("simhash_probes", "x0005_probes"))
+    near = re.search(r"CREATE OR REPLACE FUNCTION simhash_near\(.*?\n\$\$;\n",
+                     read_sql("0004_functions.sql"), re.S)
+    assert near is not None
+    conn.execute(near.group(0).replace("FUNCTION simhash_near(", "FUNCTION x0005_near(")
+                 .replace("simhash_probes(", "x0005_probes("))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dsn")
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--skew", action="store_true")
+    ap.add_argument("--home")
+    ap.add_argument("--k", default="3,6,10")
+    ap.add_argument("--queries", type=int, default=1000)
+    args = ap.parse_args()
+    if args.dsn:
+        run(args.dsn, None, args)
+        return
+    from simhash_pg import migrate
+    from simhash_pg.bench._scratch import scratch_dsn
+    from simhash_pg.store import SimhashStore
+
+    with scratch_dsn(None, home=args.home, keep=bool(args.home)) as dsn:
+        migrate.upgrade(dsn)
+        fps = make_data(args.n, 1, args.skew)
+        with SimhashStore(dsn) as store:
+            store.bulk_load(fps)
+        run(dsn, fps, args)
+
+
+def run(dsn: str, fps: np.ndarray | None, args: argparse.Namespace) -> None:
+    conn = psycopg.connect(dsn, autocommit=True)
+    install_0005(conn)
+    if fps is None:
+        rows = conn.execute(
+            "SELECT fingerprint FROM simhash_documents TABLESAMPLE SYSTEM (1) LIMIT 100000"
+        ).fetchall()
+        fps = np.array([r[0] for r in rows], dtype=np.int64).astype(np.uint64)
+    n = conn.execute("SELECT count(*) FROM simhash_documents").fetchone()[0]  # type: ignore[index]
+    print(f"{n:,} rows, {os.getloadavg()[0]:.1f} load average, {args.queries} queries per k")
+    print("| k | 0005 p50 / p99 ms | 0006 p50 / p99 ms | p50 ratio |")
+    print("|---|---|---|---|")
+    for k in (int(x) for x in args.k.split(",")):
+        qs = [to_signed(q) for q in queries_for(fps, args.queries, k, 7 + k)]
+        fns = ["x0005_near", "simhash_near"]
+        times: dict[str, list[float]] = {f: [] for f in fns}
+        for q in qs[:20]:
+            for f in fns:
+                conn.execute(f"SELECT * FROM {f}(%s, %s)", [q, k], prepare=True).fetchall()
+        for i, q in enumerate(qs):
+            got = {}
+            for f in fns if i % 2 else fns[::-1]:
+                t = time.perf_counter()
+                got[f] = conn.execute(f"SELECT * FROM {f}(%s, %s)", [q, k], prepare=True).fetchall()
+                times[f].append((time.perf_counter() - t) * 1000)
+            assert got[fns[0]] == got[fns[1]], (q, k)  # both exact: same rows, same order
+        old, new = times["x0005_near"], times["simhash_near"]
+        print(f"| {k} | {pct(old, 50):.3f} / {pct(old, 99):.2f} | {pct(new, 50):.3f} / "
+              f"{pct(new, 99):.2f} | {pct(new, 50) / pct(old, 50):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
