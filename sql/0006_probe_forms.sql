@@ -30,8 +30,9 @@
 -- The arrays of the second column cost about 0.11 us per value to build and
 -- to search, which small tables do not repay: the single-block form (block i
 -- within k/4 bits, every row of each value checked) stays faster below the
--- crossover, measured at about 7M rows for k = 3, 10M for k = 6 and 18M for
--- k = 10 (docs/scaling.md). The functions choose by the largest partition's
+-- crossover (pair / single p50 at 1M rows: 1.05 for k = 3, 1.93 for k = 6,
+-- 3.37 for k = 10; at 10M: 0.82, 0.92, 1.36; k = 10 crosses near 23M;
+-- docs/scaling.md). The functions choose by the largest partition's
 -- pg_class.reltuples, as in 0004: the pair form from 10,000,000 rows for
 -- k <= 7 and from 20,000,000 for k = 8..15. simhash.pair_probe_min_rows, if
 -- set, is the threshold for every k (0: always pairs; the tests force both

@@ -4,6 +4,11 @@ Figures in docs/scaling.md. Not part of the package; run from the repository:
 
     uv run python docs/experiments/probe_forms.py --dsn DSN [--k 3,6,10] [--queries Q]
     uv run python docs/experiments/probe_forms.py --n N [--skew] [--home DIR]
+    uv run python docs/experiments/probe_forms.py --dsn DSN --forms   # 0006's two forms
+
+--forms times 0006's single-block and pair forms against each other instead
+(simhash.pair_probe_min_rows set per call): the crossover the size threshold
+of simhash_use_pairs stands for.
 
 With --dsn, the database must hold a store at revision 0006 (e.g. one loaded
 by `simhash-pg bench store --keep`, or `--n` here). The 0005 functions are
@@ -20,6 +25,7 @@ import argparse
 import os
 import re
 import time
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -52,6 +58,7 @@ def main() -> None:
     ap.add_argument("--home")
     ap.add_argument("--k", default="3,6,10")
     ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--forms", action="store_true")
     args = ap.parse_args()
     if args.dsn:
         run(args.dsn, None, args)
@@ -78,25 +85,36 @@ def run(dsn: str, fps: np.ndarray | None, args: argparse.Namespace) -> None:
         fps = np.array([r[0] for r in rows], dtype=np.int64).astype(np.uint64)
     n = conn.execute("SELECT count(*) FROM simhash_documents").fetchone()[0]  # type: ignore[index]
     print(f"{n:,} rows, {os.getloadavg()[0]:.1f} load average, {args.queries} queries per k")
-    print("| k | 0005 p50 / p99 ms | 0006 p50 / p99 ms | p50 ratio |")
+    # name -> (function, simhash.pair_probe_min_rows or None for the default)
+    runs = ({"single": ("simhash_near", "1e30"), "pair": ("simhash_near", "0")} if args.forms
+            else {"0005": ("x0005_near", None), "0006": ("simhash_near", None)})
+    a, b = runs
+    print(f"| k | {a} p50 / p99 ms | {b} p50 / p99 ms | p50 ratio |")
     print("|---|---|---|---|")
     for k in (int(x) for x in args.k.split(",")):
         qs = [to_signed(q) for q in queries_for(fps, args.queries, k, 7 + k)]
-        fns = ["x0005_near", "simhash_near"]
-        times: dict[str, list[float]] = {f: [] for f in fns}
+        times: dict[str, list[float]] = {name: [] for name in runs}
+
+        def call(name: str, q: int, k: int = k) -> tuple[float, list[Any]]:
+            fn, threshold = runs[name]
+            if threshold is not None:
+                conn.execute(f"SET simhash.pair_probe_min_rows = '{threshold}'")
+            t = time.perf_counter()
+            rows = conn.execute(f"SELECT * FROM {fn}(%s, %s)", [q, k], prepare=True).fetchall()
+            return (time.perf_counter() - t) * 1000, rows
+
         for q in qs[:20]:
-            for f in fns:
-                conn.execute(f"SELECT * FROM {f}(%s, %s)", [q, k], prepare=True).fetchall()
+            for name in runs:
+                call(name, q)
         for i, q in enumerate(qs):
             got = {}
-            for f in fns if i % 2 else fns[::-1]:
-                t = time.perf_counter()
-                got[f] = conn.execute(f"SELECT * FROM {f}(%s, %s)", [q, k], prepare=True).fetchall()
-                times[f].append((time.perf_counter() - t) * 1000)
-            assert got[fns[0]] == got[fns[1]], (q, k)  # both exact: same rows, same order
-        old, new = times["x0005_near"], times["simhash_near"]
-        print(f"| {k} | {pct(old, 50):.3f} / {pct(old, 99):.2f} | {pct(new, 50):.3f} / "
-              f"{pct(new, 99):.2f} | {pct(new, 50) / pct(old, 50):.2f} |")
+            for name in (a, b) if i % 2 else (b, a):
+                ms, got[name] = call(name, q)
+                times[name].append(ms)
+            assert got[a] == got[b], (q, k)  # both exact: same rows, same order
+        x, y = times[a], times[b]
+        print(f"| {k} | {pct(x, 50):.3f} / {pct(x, 99):.2f} | {pct(y, 50):.3f} / "
+              f"{pct(y, 99):.2f} | {pct(y, 50) / pct(x, 50):.2f} |")
 
 
 if __name__ == "__main__":
