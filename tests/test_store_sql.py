@@ -305,41 +305,15 @@ def _spread(bits_per_block: tuple[int, ...], rnd: random.Random) -> int:
 
 
 @pytest.mark.parametrize("form", list(FORMS))
-def test_every_spread_of_up_to_3_bits_over_the_blocks_is_found(
-    pg: psycopg.Connection, form: str
-) -> None:
-    # The lemma case by case: all 35 ways to put <= 3 differing bits into the
-    # four blocks, e.g. (0, 1, 0, 2) needs block 0 equal and block 1 probed
-    # within 1 bit; (1, 1, 0, 1) needs block 2 equal and block 3 within 1 bit.
-    # A pair form probing b_(i+1) by equality only would miss most of them.
-    rnd = random.Random(11)
-    spreads = [
-        (a, b, c, d)
-        for a in range(4) for b in range(4) for c in range(4) for d in range(4)
-        if a + b + c + d <= 3
-    ]
-    assert len(spreads) == 35
-    base = rnd.getrandbits(64)
-    stored = [base ^ _spread(s, rnd) for s in spreads for _ in range(3)]
-    stored += [rnd.getrandbits(64) for _ in range(200)]
-    load(pg, stored)
-    force_form(pg, form)
-    for k in range(4):
-        assert sql_near(pg, base, k) == brute_near(stored, base, k), (form, k)
-    assert len(sql_near(pg, base, 3)) == 105
-    assert sql_near_many(pg, [base, base ^ 1], 3) == [
-        brute_near(stored, base, 3), brute_near(stored, base ^ 1, 3)
-    ]
-
-
-@pytest.mark.parametrize("form", list(FORMS))
 def test_every_spread_of_up_to_15_bits_over_the_blocks_is_found(
     pg: psycopg.Connection, form: str
 ) -> None:
-    # Revision 0006's lemma (block i within k/4 bits, block i+1 within k/2)
-    # for every k it serves: all 3,876 ways to put <= 15 differing bits into
-    # the blocks, each stored once, each searched at exactly its distance
-    # (the hardest k for it) and above; near_many at several k.
+    # The lemmas case by case (0004's for k <= 3, 0006's block i within k/4
+    # bits and block i+1 within k/2 for every k): all 3,876 ways to put <= 15
+    # differing bits into the blocks, each stored once, each searched at
+    # exactly its distance (the hardest k for it) and above; near_many at
+    # several k. E.g. (0, 1, 0, 2) needs block 0 equal and block 1 within 1
+    # bit; a pair form probing b_(i+1) by equality only would miss most.
     rnd = random.Random(12)
     spreads = [
         (a, b, c, d)
