@@ -434,6 +434,8 @@ def test_explain_pair_form_is_index_only_on_the_pair_indexes(
             for i in range(4):
                 j = (i + 1) % 4
                 assert f"Index Only Scan using {part}_b{i}_b{j}_fingerprint_idx" in plans, plans
+                if pg.info.server_version < 170000:
+                    continue  # before 17 the planner may keep b_(i+1) as a filter at this size
                 assert (f"AND (c.b{j} = ANY" in plans or f"AND (b{j} = ANY" in plans) == pairs, (
                     threshold, plans)
             # (the empty partitions made ahead are read by Seq Scans of no pages)
@@ -451,6 +453,16 @@ def _block_indexdefs(pg: psycopg.Connection) -> list[str]:
             " ORDER BY indexrelid::regclass::text"
         )
     ]
+
+
+def _same_in_both_forms(
+    pg: psycopg.Connection, queries: list[int], want: dict[int, list[list[tuple[int, int]]]]
+) -> None:
+    for form in FORMS:
+        force_form(pg, form)
+        for k, w in want.items():
+            assert [sql_near(pg, q, k) for q in queries] == w, (form, k)
+            assert sql_near_many(pg, queries, k) == w, (form, k)
 
 
 def test_migration_0004_round_trip_keeps_results(pg: psycopg.Connection, pg_dsn: str) -> None:
@@ -478,10 +490,7 @@ def test_migration_0004_round_trip_keeps_results(pg: psycopg.Connection, pg_dsn:
     migrate.upgrade(pg_dsn)
     assert migrate.current(pg_dsn) == migrate.HEAD
     assert _block_indexdefs(pg) == pair_defs
-    for form in FORMS:
-        force_form(pg, form)
-        for k, w in want.items():
-            assert [sql_near(pg, q, k) for q in queries] == w, (form, k)
+    _same_in_both_forms(pg, queries, want)
     migrate.check(pg_dsn)
 
 
@@ -503,18 +512,10 @@ def test_migration_0006_round_trip_keeps_results(pg: psycopg.Connection, pg_dsn:
     assert "simhash_mask_sets" not in _tables(pg)
     assert not {"simhash_use_pairs", "simhash_probe_sets"} & _functions(pg)
     assert volatility() == "i"  # 0001's recursive CTE again
-    for form in FORMS:
-        force_form(pg, form)
-        for k, w in want.items():
-            assert [sql_near(pg, q, k) for q in queries] == w, (form, k)
-            assert sql_near_many(pg, queries, k) == w, (form, k)
+    _same_in_both_forms(pg, queries, want)
     migrate.upgrade(pg_dsn)
     assert migrate.current(pg_dsn) == migrate.HEAD
-    for form in FORMS:
-        force_form(pg, form)
-        for k, w in want.items():
-            assert [sql_near(pg, q, k) for q in queries] == w, (form, k)
-            assert sql_near_many(pg, queries, k) == w, (form, k)
+    _same_in_both_forms(pg, queries, want)
     migrate.check(pg_dsn)
 
 
