@@ -88,8 +88,9 @@ def sized_settings(memory: int | None = None, *, small: bool = False) -> dict[st
     shared_buffers is 2/5 of RAM, capped at 16 GiB: near() reads a few pages
     of the four block indexes (126 B/row, 6.3 GB at 50M rows), and a page that
     must come back from the OS cache costs more than the rest of the query (at
-    50M rows, with the indexes just over a 1/4-of-RAM pool, p50 0.36 ms with
-    them resident against 1.26 ms from the OS cache). Shared memory is only
+    50M rows, where the indexes, 6.0 GB, just exceed a 1/4-of-RAM pool here:
+    p50 0.36 ms with them resident against 1.26 ms with them all read from the
+    OS cache, right after a restart). Shared memory is only
     committed as pages are used; the rest stays for the OS cache.
     ``small`` is for throwaway test servers on a shared machine.
     """

@@ -24,8 +24,9 @@
 -- advances multi-column array keys within a leaf page), so the executor sees
 -- and Hamming-checks ~V(16, k/4) V(16, k/2) N / 2^32 rows per block instead of
 -- V(16, k/4) N / 65536. Measured at 50M rows, p50 of simhash_near from
--- Python, same run (together with the mask table below): k = 3 0.83 -> 0.35
--- ms, k = 6 8.3 -> 3.8 ms, k = 10 65 -> 47 ms.
+-- Python, 0005 against 0006 (with the mask table below) alternating per query
+-- (docs/experiments/probe_forms.py): k = 3 0.337 -> 0.297 ms, k = 6 8.52 ->
+-- 4.12 ms, k = 10 57.7 -> 48.2 ms.
 --
 -- The arrays of the second column cost about 0.11 us per value to build and
 -- to search, which small tables do not repay: the single-block form (block i
