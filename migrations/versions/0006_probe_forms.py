@@ -19,6 +19,7 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     run_sql("0006_probe_forms.sql")
+    run_sql("0006_functions.sql")  # the searches, on the helpers above
 
 
 def downgrade() -> None:
