@@ -44,3 +44,39 @@ def test_server_from_a_removed_installation_is_restarted_from_ours() -> None:
         assert not tw.running_binary_gone()
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("DO $$ BEGIN END $$")
+
+
+@needs_own_server
+def test_status_names_the_memory_and_how_to_get_huge_pages() -> None:
+    import re
+    import subprocess
+
+    exe = shutil.which("simhash-pg", path=str(Path(sys.executable).parent)) or "simhash-pg"
+    with throwaway_server() as tw:
+        env = dict(os.environ, SIMHASH_PG_HOME=str(tw.home))
+
+        def status() -> subprocess.CompletedProcess[str]:
+            return subprocess.run([exe, "server", "status"], capture_output=True, text=True,
+                                  env=env, timeout=60)
+
+        stopped = status()
+        assert stopped.returncode == 1 and stopped.stdout.startswith("stopped"), stopped
+        tw.start(dbname=None)
+        out = status()
+        assert out.returncode == 0, out
+        running, url, memory = out.stdout.splitlines()
+        assert running == f"running: data in {tw.datadir}"
+        assert url == tw.dsn()
+        with psycopg.connect(tw.dsn("postgres")) as conn:
+            shared = conn.execute("SHOW shared_buffers").fetchone()[0]  # type: ignore[index]
+            if conn.info.server_version < 170000:
+                assert memory == f"shared_buffers {shared}, huge_pages = try"
+                return
+            got = conn.execute("SHOW huge_pages_status").fetchone()[0]  # type: ignore[index]
+            need = conn.execute("SHOW shared_memory_size_in_huge_pages").fetchone()[0]  # type: ignore[index]
+        assert memory.startswith(f"shared_buffers {shared}, huge pages {got}"), memory
+        advice = re.search(r"sysctl -w vm\.nr_hugepages=(\d+)", memory)
+        if got == "off" and int(need) > 0:
+            assert advice and advice.group(1) == need, memory
+        else:
+            assert advice is None, memory

@@ -245,6 +245,7 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
 
     from simhash_pg import migrate
     from simhash_pg.bits import to_signed
+    from simhash_pg.server import memory_status
     from simhash_pg.store import SimhashStore
 
     echo = click.echo
@@ -254,9 +255,8 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
     db = conn.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
     conn.execute(f'ALTER DATABASE "{db}" RESET simhash.pair_probe_min_rows')
     version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
-    sb = conn.execute("SHOW shared_buffers").fetchone()[0]  # type: ignore[index]
     echo(f"simhash-pg bench store: n={n:,} k={k} skew={skew} seed={seed}")
-    echo(f"PostgreSQL {version}, shared_buffers={sb}, {multiprocessing.cpu_count()} cores")
+    echo(f"PostgreSQL {version}, {memory_status(conn)}, {multiprocessing.cpu_count()} cores")
 
     t = time.perf_counter()
     fps = make_data(n, seed, skew)

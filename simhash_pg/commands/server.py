@@ -47,7 +47,13 @@ def status() -> None:
     running = srv.is_running()
     click.echo(f"{'running' if running else 'stopped'}: data in {srv.datadir}")
     if running:
+        import psycopg
+
+        from simhash_pg.server import memory_status
+
         click.echo(srv.dsn(DEFAULT_DBNAME))
+        with psycopg.connect(srv.dsn("postgres"), autocommit=True) as conn:
+            click.echo(memory_status(conn))
     raise SystemExit(0 if running else 1)
 
 
