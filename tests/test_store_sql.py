@@ -519,6 +519,18 @@ def test_migration_0006_round_trip_keeps_results(pg: psycopg.Connection, pg_dsn:
     migrate.check(pg_dsn)
 
 
+def _stored_and_queries(
+    pg: psycopg.Connection, seed: int, n: int, max_bits: int
+) -> tuple[list[int], list[int]]:
+    """n random rows and n/2 copies within max_bits, loaded; n/10 queries near them."""
+    rnd = random.Random(seed)
+    stored = [rnd.getrandbits(64) for _ in range(n)]
+    stored += [flip(fp, rnd.randint(0, max_bits), rnd) for fp in stored[: n // 2]]
+    load(pg, stored)
+    pg.execute("ANALYZE simhash_documents")
+    return stored, [flip(fp, rnd.randint(0, max_bits), rnd) for fp in stored[: n // 10]]
+
+
 def _use_pairs_calls(pg: psycopg.Connection, sql: str, args: list[Any]) -> int:
     """How often running sql called simhash_use_pairs (track_functions counts it)."""
     # the view holds what the backend has not yet flushed, so take a difference
@@ -546,12 +558,7 @@ def test_k3_pair_form_at_every_size_without_the_catalog_query(pg: psycopg.Connec
     # Revision 0007: on PostgreSQL 17+, k <= 3 takes the pair form on a table of
     # any size, decided without calling simhash_use_pairs; k >= 4 and older
     # servers keep 0006's size rule; the setting, when set, still decides.
-    rnd = random.Random(7)
-    stored = [rnd.getrandbits(64) for _ in range(400)]
-    stored += [flip(fp, rnd.randint(0, 3), rnd) for fp in stored[:200]]
-    load(pg, stored)
-    pg.execute("ANALYZE simhash_documents")
-    queries = [flip(fp, rnd.randint(0, 3), rnd) for fp in stored[:40]]
+    stored, queries = _stored_and_queries(pg, 7, 400, 3)
     new = pg.info.server_version >= 170000
     assert _k3_unset_form(pg, queries[0]) == (new, 0 if new else 1)
     for k in (0, 1, 2, 3):
@@ -575,12 +582,7 @@ def test_k3_pair_form_at_every_size_without_the_catalog_query(pg: psycopg.Connec
 
 
 def test_migration_0007_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
-    rnd = random.Random(8)
-    stored = [rnd.getrandbits(64) for _ in range(300)]
-    stored += [flip(fp, rnd.randint(0, 6), rnd) for fp in stored[:150]]
-    load(pg, stored)
-    pg.execute("ANALYZE simhash_documents")
-    queries = [flip(fp, rnd.randint(0, 6), rnd) for fp in stored[:30]]
+    stored, queries = _stored_and_queries(pg, 8, 300, 6)
     want = {k: [brute_near(stored, q, k) for q in queries] for k in (0, 3, 6)}
     new = pg.info.server_version >= 170000
     assert _k3_unset_form(pg, queries[0]) == (new, 0 if new else 1)
