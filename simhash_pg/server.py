@@ -142,18 +142,19 @@ def memory_status(conn: Any) -> str:
     them by default (huge_pages = try) when the kernel has them reserved,
     which only the machine's administrator can do: this says how many.
     """
-    def show(name: str) -> str:
-        return str(conn.execute(f"SHOW {name}").fetchone()[0])
-
-    line = f"shared_buffers {show('shared_buffers')}"
-    if conn.info.server_version < 170000:  # no huge_pages_status before 17
-        return line + f", huge_pages = {show('huge_pages')}"
-    got = show("huge_pages_status")
+    # one round trip; missing_ok: huge_pages_status exists from PostgreSQL 17
+    shared, setting, got, need = conn.execute(
+        "SELECT current_setting('shared_buffers'), current_setting('huge_pages'),"
+        " current_setting('huge_pages_status', true),"
+        " current_setting('shared_memory_size_in_huge_pages', true)"
+    ).fetchone()
+    line = f"shared_buffers {shared}"
+    if got is None:
+        return line + f", huge_pages = {setting}"
     line += f", huge pages {got}"
-    need = int(show("shared_memory_size_in_huge_pages"))  # -1: not supported here
-    if got == "off" and show("huge_pages") == "off":
+    if got == "off" and setting == "off":
         line += " (huge_pages = off in the server's settings)"
-    elif got == "off" and need > 0:
+    elif got == "off" and int(need or -1) > 0:  # -1: not supported here
         line += (f" (reserving {need} would let the server use them: "
                  f"sysctl -w vm.nr_hugepages={need}, then restart it)")
     return line
