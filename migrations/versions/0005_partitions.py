@@ -19,6 +19,7 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     run_sql("0005_partitions.sql")
+    run_sql("0005_add.sql")  # simhash_add on the keys table
 
 
 def downgrade() -> None:
