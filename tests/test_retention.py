@@ -181,14 +181,14 @@ def test_a_link_added_while_a_purge_deletes_its_row_does_not_dangle(
     import threading
 
     from simhash_pg.retention import _PURGE_BATCH
-    from simhash_pg.store import Doc
+    from simhash_pg.store import AddResult, Doc
 
     doc: str | int = _TEXT if path == "text" else _FP
     near: str | int = _TEXT.replace("slowly", "softly") if path == "text" else _FP ^ 0b101
     with SimhashStore(pg_dsn, on_duplicate="link") as store:
         old = store.add(doc, key="old")
         pg.execute("UPDATE simhash_documents SET created_at = now() - interval '3 hours'")
-        answers: list[object] = []
+        answers: list[AddResult] = []
 
         def add() -> None:
             if path == "add_many":
@@ -220,7 +220,7 @@ def test_a_link_added_while_a_purge_deletes_its_row_does_not_dangle(
     answer = answers[0]
     # answered as a link to the old row (the add came first, as far as
     # anyone can tell), and that row's DELETE cleared the link
-    assert answer.inserted and answer.duplicate_of == old.id, answer  # type: ignore[attr-defined]
+    assert answer.inserted and answer.duplicate_of == old.id, answer
     assert pg.execute(_DANGLING).fetchone() == (0,)
     rows = pg.execute("SELECT key, duplicate_of FROM simhash_documents").fetchall()
     assert rows == [("new", None)]
