@@ -23,7 +23,9 @@
 --    lock. Needs a superuser (they belong to the bootstrap superuser); run
 --    by anyone else this step only warns.
 
--- 1. The writers' locks.
+-- 1. The writers' locks. The block locks come sorted by (key1, key2) from
+-- the caller (simhash_add and simhash_pg/locking.py; taken in that order,
+-- without a sort here), the key locks are sorted here, by hash.
 CREATE FUNCTION simhash_writer_lock(
     p_mode text,
     p_block_key1 integer[] DEFAULT NULL,
@@ -42,22 +44,29 @@ BEGIN
     END IF;
     -- session_user: the caller, which current_user is not in here. A
     -- NOINHERIT member of a writer role (SET ROLE) counts as a writer.
-    IF NOT has_table_privilege(session_user, 'simhash_documents', 'INSERT')
-       AND NOT EXISTS (SELECT 1 FROM pg_roles r
+    -- (two IFs: the first is a simple expression, evaluated without the executor)
+    IF NOT has_table_privilege(session_user, 'simhash_documents'::regclass, 'INSERT') THEN
+        IF NOT EXISTS (SELECT 1 FROM pg_roles r
                        WHERE pg_has_role(session_user, r.oid, 'MEMBER')
-                         AND has_table_privilege(r.oid, 'simhash_documents', 'INSERT')) THEN
-        RAISE EXCEPTION 'permission denied for function simhash_writer_lock'
-            USING ERRCODE = 'insufficient_privilege',
-                  DETAIL = format('role %s may not insert into simhash_documents: the writers'' '
-                                  'locks are for writers', session_user);
+                         AND has_table_privilege(r.oid, 'simhash_documents'::regclass,
+                                                 'INSERT')) THEN
+            RAISE EXCEPTION 'permission denied for function simhash_writer_lock'
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = format('role %s may not insert into simhash_documents: the '
+                                      'writers'' locks are for writers', session_user);
+        END IF;
     END IF;
-    IF EXISTS (SELECT 1 FROM unnest(p_block_key1, p_block_key2) AS u (a, b)
-               WHERE a IS NULL OR b IS NULL OR a NOT BETWEEN 1397246976 AND 1397246979) THEN
+    IF cardinality(p_block_key1) IS DISTINCT FROM cardinality(p_block_key2)
+       OR NOT p_block_key1 <@ ARRAY[1397246976, 1397246977, 1397246978, 1397246979]
+       OR array_position(p_block_key2, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'simhash: block locks are pairs (1397246976 + block number, block value)'
             USING ERRCODE = '22023';
     END IF;
-    IF v_wait::interval > interval '0'
-       AND (v_saved::interval = interval '0' OR v_saved::interval > v_wait::interval) THEN
+    -- the shorter of the two, "0" being no limit (compared as intervals only
+    -- when both are set: '1min' and '60s' are equal)
+    IF v_wait = '0' OR (v_saved <> '0' AND v_saved::interval <= v_wait::interval) THEN
+        v_wait := NULL;
+    ELSE
         PERFORM set_config('lock_timeout', v_wait, true);
     END IF;
     IF p_mode = 'exclusive' THEN
@@ -65,14 +74,25 @@ BEGIN
         PERFORM pg_advisory_xact_lock(1397246980, 0);
     ELSE
         PERFORM pg_advisory_xact_lock_shared(1397246980, 0);
-        SELECT v_n + count(pg_advisory_xact_lock(l.a, l.b)) INTO v_n FROM (
-            SELECT u.a, u.b FROM unnest(p_block_key1, p_block_key2) AS u (a, b)
-            UNION
-            SELECT 1397246982, hashtext(k) FROM unnest(p_keys) AS k WHERE k IS NOT NULL
-            ORDER BY 1, 2
-        ) AS l;
+        IF cardinality(p_block_key1) > 0 THEN
+            SELECT v_n + count(pg_advisory_xact_lock(l.a, l.b)) INTO v_n FROM (
+                SELECT u.a, u.b FROM unnest(p_block_key1, p_block_key2) WITH ORDINALITY
+                    AS u (a, b, o) ORDER BY u.o
+            ) AS l;
+        END IF;
+        IF cardinality(p_keys) = 1 AND p_keys[1] IS NOT NULL THEN
+            PERFORM pg_advisory_xact_lock(1397246982, hashtext(p_keys[1]));
+            v_n := v_n + 1;
+        ELSIF cardinality(p_keys) > 1 THEN
+            SELECT v_n + count(pg_advisory_xact_lock(1397246982, l.h)) INTO v_n FROM (
+                SELECT DISTINCT hashtext(k) AS h FROM unnest(p_keys) AS k
+                WHERE k IS NOT NULL ORDER BY 1
+            ) AS l;
+        END IF;
     END IF;
-    PERFORM set_config('lock_timeout', v_saved, true);
+    IF v_wait IS NOT NULL THEN
+        PERFORM set_config('lock_timeout', v_saved, true);
+    END IF;
     RETURN v_n;
 END
 $$;

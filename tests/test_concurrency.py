@@ -140,6 +140,44 @@ def test_batch_lock_keys_are_the_keys_simhash_add_takes(pg: psycopg.Connection) 
     assert list(zip(key1, key2, strict=True)) == [tuple(r) for r in sql_keys]
 
 
+def test_writer_lock_takes_blocks_and_keys_and_bounds_the_wait(pg: psycopg.Connection) -> None:
+    lock = "SELECT simhash_writer_lock(%s, %s::integer[], %s::integer[], %s::text[])"
+    held = ("SELECT classid::bigint, objid::bigint, mode FROM pg_locks WHERE locktype = 'advisory'"
+            " AND pid = pg_backend_pid() ORDER BY 1, 2")
+    with pg.transaction():
+        keys = ["a", "b", "a", None]
+        n = pg.execute(lock, ["shared", [1397246976, 1397246977], [-5, 6], keys]).fetchone()
+        assert n == (5,)  # the store lock, two blocks, two distinct keys
+        hashes = sorted(pg.execute("SELECT hashtext('a'), hashtext('b')").fetchone())  # type: ignore[arg-type]
+        assert pg.execute(held).fetchall() == [
+            (1397246976, 2**32 - 5, "ExclusiveLock"),  # objid is the key's 32 bits, unsigned
+            (1397246977, 6, "ExclusiveLock"),
+            (1397246980, 0, "ShareLock"),
+            *sorted((1397246982, h % 2**32, "ExclusiveLock") for h in hashes),
+        ]
+    for args in (["bogus", None, None, None], ["shared", [1], [1], None],
+                 ["shared", [1397246976], [None], None], ["shared", [1397246976], [], None]):
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            pg.execute(lock, args)
+    # the shorter of lock_timeout and simhash.lock_timeout ("0": none) bounds
+    # the wait for the locks, and the session's lock_timeout is back afterwards
+    for session, ours, limit in (("0", "250ms", 0.25), ("100ms", "30s", 0.1),
+                                 ("1min", "0", None), ("0", "0", None)):
+        with pg.transaction():
+            pg.execute("SELECT set_config('lock_timeout', %s, true),"
+                       " set_config('simhash.lock_timeout', %s, true)", [session, ours])
+            if limit is not None:
+                with psycopg.connect(pg.info.dsn) as holder:
+                    holder.execute("SELECT pg_advisory_xact_lock(1397246980, 0)")
+                    start = time.perf_counter()
+                    with pytest.raises(psycopg.errors.LockNotAvailable), pg.transaction():
+                        pg.execute(lock, ["shared", None, None, None])
+                    waited = time.perf_counter() - start
+                    assert limit - 0.01 <= waited < limit + 3
+            pg.execute(lock, ["exclusive", None, None, None])
+            assert pg.execute("SELECT current_setting('lock_timeout')").fetchone() == (session,)
+
+
 def test_stream_bench_measures_locks_on_and_off(pg_dsn: str) -> None:
     from simhash_pg.bench import stream as bench
 
