@@ -108,11 +108,13 @@ _HOLDERS = (
 )
 
 
-class LockTimeoutError(TimeoutError):
+class LockTimeoutError(psycopg.errors.LockNotAvailable, TimeoutError):
     """A writer gave up waiting for the writers' locks: another session holds them.
 
     The message names the sessions holding them (pid, user, application):
-    typically a transaction left open. Nothing of the add was stored.
+    typically a transaction left open. Nothing of the add was stored. Also a
+    psycopg ``LockNotAvailable`` (SQLSTATE 55P03; the last wait's error is its
+    ``__cause__``), so handlers of database errors see it as one.
     """
 
 
