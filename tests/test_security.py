@@ -346,6 +346,23 @@ def test_store_runs_as_a_plain_role_with_grants(
             store.connection.execute("TRUNCATE simhash_documents")
 
 
+def test_a_writer_by_set_role_takes_the_writers_locks(
+    make_role: Callable[..., str], pg_dsn: str
+) -> None:
+    """A NOINHERIT login that SETs ROLE to a writer role: the lock function serves it."""
+    SimhashStore(pg_dsn).close()
+    writer = conninfo_to_dict(make_role(*WRITER_GRANTS))["user"]
+    dsn = make_role("ALTER ROLE {role} NOINHERIT", f"GRANT {writer} TO {{role}}")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT pg_advisory_lock(1397246980, 0)")
+        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(writer)))
+        row = conn.execute("SELECT inserted FROM simhash_add(42, 'by-set-role')").fetchone()
+        assert row == (True,)
+        with conn.transaction():
+            assert conn.execute("SELECT simhash_writer_lock('exclusive')").fetchone() == (1,)
+
+
 # -- the embedded server -----------------------------------------------------------
 
 
