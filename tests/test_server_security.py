@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from _throwaway import needs_own_server, throwaway_server
 
-from simhash_pg.server import SUPERUSER, LocalServer, ServerError
+from simhash_pg.server import ROOT_HOME, SUPERUSER, LocalServer, ServerError, default_home
 
 pytestmark = needs_own_server
 
@@ -211,3 +211,19 @@ def test_a_store_made_by_an_older_version_is_upgraded_in_place() -> None:
         tw._run([tw._bin("pg_ctl"), "reload", "-D", str(tw.datadir)], "reload")
         tw.start(dbname=None)
         assert_protected(tw)
+
+
+@as_root
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG data directory")
+def test_roots_default_home_is_one_the_server_can_reach(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # /root is 0700: a home under it would need /root opened up
+    monkeypatch.delenv("SIMHASH_PG_HOME", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert default_home() == ROOT_HOME
+    # a store an older version made in the per-user place is still used
+    legacy = tmp_path / "simhash-pg"
+    (legacy / "data").mkdir(parents=True)
+    (legacy / "data" / "PG_VERSION").write_text("18\n")
+    assert default_home() == legacy.resolve()
