@@ -329,6 +329,22 @@ def _closed_directory(path: Path, uid: int, gid: int) -> Path | None:
     return None
 
 
+def _private_group(st: os.stat_result) -> bool:
+    """Whether the file's group is its owner's own group with no other members.
+
+    With user private groups (umask 002) a user's directories are group
+    writable without anyone else gaining anything.
+    """
+    import grp
+    import pwd
+
+    try:
+        group, owner = grp.getgrgid(st.st_gid), pwd.getpwuid(st.st_uid)
+    except KeyError:
+        return False
+    return not group.gr_mem and owner.pw_gid == st.st_gid
+
+
 def _quote_ident_token(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -401,7 +417,7 @@ class LocalServer:
                     f"(uid {os.geteuid()}): start the server as its owner, or set "
                     "SIMHASH_PG_HOME to a directory of your own"
                 )
-            elif st.st_mode & 0o022:
+            elif st.st_mode & 0o002 or (st.st_mode & 0o020 and not _private_group(st)):
                 raise ServerError(
                     f"the server's home {self.home} is writable by other users "
                     f"({stat.filemode(st.st_mode)}), who could replace the server's files: "

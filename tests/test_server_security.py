@@ -227,3 +227,23 @@ def test_roots_default_home_is_one_the_server_can_reach(
     (legacy / "data").mkdir(parents=True)
     (legacy / "data" / "PG_VERSION").write_text("18\n")
     assert default_home() == legacy.resolve()
+
+
+@as_root
+def test_a_home_that_others_could_tamper_with_is_refused() -> None:
+    # root writes the lock file there: a home others can write to would let
+    # them plant a link for root to follow
+    nobody = _nobody()
+    with throwaway_server() as tw:
+        try:
+            os.chmod(tw.home, 0o777)
+            with pytest.raises(ServerError, match="writable by other users"):
+                tw.start(dbname=None)
+            os.chmod(tw.home, 0o711)
+            os.chown(tw.home, nobody.pw_uid, nobody.pw_gid)
+            with pytest.raises(ServerError, match=f"belongs to uid {nobody.pw_uid}"):
+                tw.start(dbname=None)
+            assert not tw.is_initialized()
+        finally:
+            os.chown(tw.home, 0, 0)
+            os.chmod(tw.home, 0o711)
