@@ -621,13 +621,14 @@ class LocalServer:
         with self._lock():  # type: ignore[attr-defined]
             if not self.is_initialized():
                 self._initdb()
-            if self.is_running() and self.running_binary_gone():
+            running = self.is_running()
+            if running and self.running_binary_gone():
                 # started by an installation since removed: restart it from ours
                 self._run(
                     [self._bin("pg_ctl"), "stop", "-w", "-m", "fast", "-D", str(self.datadir)],
                     "stopping PostgreSQL (its installation was removed)",
                 )
-            running = self.is_running()
+                running = False
             sock = self.socket_dir
             advice = "remove it"
             if sock.parent != self.home:
