@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simhash_pg.bits import hamming_array
-from simhash_pg.fingerprint import Fingerprinter
+from simhash_pg.text.simhash import Fingerprinter
 
 __all__ = [
     "LONG_TEXT_FILES",

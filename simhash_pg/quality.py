@@ -17,7 +17,7 @@ distance is <= :data:`~simhash_pg.verify.SHORT_K` *and* its verification
 similarity reaches :data:`~simhash_pg.verify.SHORT_THRESHOLD`; a longer pair
 when its distance is <= k, or, with the long-text guard, <= ``LONG_K`` and
 similarity >= ``LONG_THRESHOLD``. The sentence signature
-(:mod:`simhash_pg.signatures`) can be OR-ed in.
+(:mod:`simhash_pg.text.signatures`) can be OR-ed in.
 
 Distances come either from the fingerprints directly (fast path) or from the
 store: every text is added with ``add_many(dedup=False)``, each pair's ``a`` is
@@ -42,9 +42,9 @@ import numpy.typing as npt
 
 from simhash_pg import verify as V
 from simhash_pg.evaluation import EvalSet, PairScores, default_eval_dir, load_eval
-from simhash_pg.fingerprint import Fingerprinter
-from simhash_pg.schemes import get_scheme
-from simhash_pg.signatures import sentence_signature
+from simhash_pg.text.schemes import get_scheme
+from simhash_pg.text.signatures import sentence_signature
+from simhash_pg.text.simhash import Fingerprinter
 
 __all__ = [
     "LENGTH_BANDS",

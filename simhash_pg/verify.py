@@ -7,7 +7,7 @@ only candidates whose *exact* similarity passes :data:`SHORT_THRESHOLD`. The
 same check can guard long texts too (:data:`LONG_K`, :data:`LONG_THRESHOLD`).
 
 The similarity is the Jaccard index of the sets of character n-grams of the
-*verification text*: the normalised text (:func:`simhash_pg.normalize.normalize`)
+*verification text*: the normalised text (:func:`simhash_pg.text.normalize.normalize`)
 with everything but letters, digits and combining marks removed, so spacing,
 punctuation and full-/half-width forms never count. n = 2 when either side is
 short, else 3. Both choices were measured against ``rapidfuzz.fuzz.ratio`` on
@@ -32,7 +32,7 @@ from typing import Literal, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from simhash_pg.normalize import normalize
+from simhash_pg.text.normalize import normalize
 
 __all__ = [
     "KEEP_TEXT_CHARS",

@@ -10,7 +10,7 @@ import pytest
 
 from simhash_pg.bits import hamming
 from simhash_pg.evaluation import PairScores, auc, load_eval, score_pairs
-from simhash_pg.fingerprint import Fingerprinter
+from simhash_pg.text.simhash import Fingerprinter
 
 EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
 

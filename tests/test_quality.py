@@ -21,7 +21,7 @@ from simhash_pg import quality as Q
 from simhash_pg import verify as V
 from simhash_pg.bits import hamming
 from simhash_pg.evaluation import default_eval_dir
-from simhash_pg.fingerprint import fingerprint
+from simhash_pg.text.simhash import fingerprint
 
 # --------------------------------------------------------------------------
 # a tiny eval folder in the shared format

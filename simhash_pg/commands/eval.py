@@ -60,8 +60,8 @@ def build_report(
     """Run the whole evaluation and return the JSON-able report."""
     from simhash_pg import quality as Q
     from simhash_pg import verify as V
-    from simhash_pg.schemes import get_scheme
-    from simhash_pg.signatures import DEFAULT_SENTENCES
+    from simhash_pg.text.schemes import get_scheme
+    from simhash_pg.text.signatures import DEFAULT_SENTENCES
 
     t0 = time.perf_counter()
     first = get_scheme(schemes[0])

@@ -1,8 +1,8 @@
 """Weighted features of normalised text, one extractor per scheme.
 
-Every extractor takes *normalised* text (see :mod:`simhash_pg.normalize`) and
+Every extractor takes *normalised* text (see :mod:`simhash_pg.text.normalize`) and
 returns parallel lists ``(features, hashes, weights)`` in no particular order;
-:mod:`simhash_pg.fingerprint` sorts them for display and votes the hashes.
+:mod:`simhash_pg.text.simhash` sorts them for display and votes the hashes.
 
 Per-token Python work is kept to a dict lookup: each distinct token's hash and
 IDF are cached per process, so a corpus pays for hashing a word once.
@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from simhash_pg.schemes import Scheme
+from simhash_pg.text.schemes import Scheme
 
 __all__ = [
     "HASH_SEED",
@@ -217,7 +217,7 @@ def warm_up(scheme: Scheme) -> None:
         _word_re()
         _alnum_mark_re()
     if scheme.t2s:
-        from simhash_pg.normalize import _t2s
+        from simhash_pg.text.normalize import _t2s
 
         _t2s("漢")
 

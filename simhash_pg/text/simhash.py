@@ -7,8 +7,8 @@
 
 How a fingerprint is made (DESIGN.md, steps 1-4):
 
-1. normalise the text (:mod:`simhash_pg.normalize`);
-2. extract weighted features under the scheme (:mod:`simhash_pg.features`);
+1. normalise the text (:mod:`simhash_pg.text.normalize`);
+2. extract weighted features under the scheme (:mod:`simhash_pg.text.features`);
 3. hash each distinct feature with xxh3_64 and a fixed seed;
 4. vote: for each of the 64 bit positions, add the feature's weight where its
    hash has a 1 and subtract it where it has a 0. The fingerprint bit is 1
@@ -36,15 +36,15 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from simhash_pg.features import (
+from simhash_pg.text.features import (
     HASH_SEED,
     extract_hashed,
     extract_named,
     resolve_auto,
     warm_up,
 )
-from simhash_pg.normalize import ensure_str, normalize
-from simhash_pg.schemes import Scheme, get_scheme
+from simhash_pg.text.normalize import ensure_str, normalize
+from simhash_pg.text.schemes import Scheme, get_scheme
 
 T = TypeVar("T")
 
@@ -128,7 +128,7 @@ def fingerprint_features(features: Iterable[tuple[str, float]] | Mapping[str, fl
 class Fingerprinter:
     """Fingerprints texts under one scheme.
 
-    ``scheme`` is anything :func:`simhash_pg.schemes.get_scheme` accepts:
+    ``scheme`` is anything :func:`simhash_pg.text.schemes.get_scheme` accepts:
     None (the default), a name such as ``"chars:n=4"``, a dict or a Scheme.
     """
 
