@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import random
 import subprocess
 import sys
@@ -492,7 +491,7 @@ def test_fingerprint_features_matches_the_word_schemes() -> None:
 
 
 def test_worker_accepts_texts_or_a_slice_of_the_inherited_batch() -> None:
-    fpmod = importlib.import_module("simhash_pg.text.simhash")
+    from simhash_pg.text import workers as fpmod
 
     f = Fingerprinter()
     expected = [f.fingerprint(EN), None]

@@ -131,9 +131,10 @@ def run(
         warnings.simplefilter("ignore", DeprecationWarning)  # its old regex literals
         import simhash as pypi_simhash
 
-    from simhash_pg.text.simhash import Fingerprinter, _cpu_count, fingerprint_features
+    from simhash_pg.text.simhash import Fingerprinter, fingerprint_features
+    from simhash_pg.text.workers import cpu_count
 
-    ncores = workers or _cpu_count()
+    ncores = workers or cpu_count()
     sets = build_texts(docs, eval_dir)
     source = (
         "../shared/eval articles"
