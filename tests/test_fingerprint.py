@@ -467,18 +467,6 @@ def test_array_of_hashes_accepted() -> None:
     assert vote(h, np.ones(3)) == vote([1, 2, 3], [1.0, 1.0, 1.0])
 
 
-def test_mark_scan_covers_every_combining_mark() -> None:
-    import sys
-    import unicodedata
-
-    marks = [
-        c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in ("Mn", "Mc", "Me")
-    ]
-    word = features_mod._word_re()
-    assert all(word.fullmatch("a" + chr(c)) for c in marks)
-    assert features_mod.strip_to_alnum("हिन्दी, naïve") == "हिन्दीnaïve"
-
-
 def test_fingerprint_features_matches_the_word_schemes() -> None:
     from simhash_pg.text.simhash import fingerprint_features
 

@@ -178,11 +178,3 @@ def test_fast_jaccard_equals_set_jaccard(a: str, b: str, n: int) -> None:
     else:
         expected = len(sa & sb) / len(sa | sb)
     assert V.similarity(a, b, n) == pytest.approx(expected)
-
-
-def test_marks_only_in_the_planes_scanned() -> None:
-    import sys
-
-    from simhash_pg.verify import MARK_PLANES, mark_ranges
-
-    assert mark_ranges(((0, sys.maxunicode + 1),)) == mark_ranges(MARK_PLANES)

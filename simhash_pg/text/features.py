@@ -10,15 +10,11 @@ IDF are cached per process, so a corpus pays for hashing a word once.
 
 from __future__ import annotations
 
-import itertools
 import logging
-import re
 import threading
-import unicodedata
 import warnings
 from collections import Counter
 from collections.abc import Iterable
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +22,8 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from simhash_pg.text import charclass
+from simhash_pg.text.charclass import alnum_only, has_alnum, word_pattern
 from simhash_pg.text.schemes import Scheme
 
 __all__ = [
@@ -37,7 +35,6 @@ __all__ = [
     "extract_named",
     "feature_hash",
     "resolve_auto",
-    "strip_to_alnum",
 ]
 
 # Part of every scheme's definition (version 1): never change it.
@@ -59,40 +56,6 @@ def feature_hash(feature: str) -> int:
     return _xxh(feature.encode("utf-8"), HASH_SEED)
 
 
-# --------------------------------------------------------------------------
-# Character classes
-
-
-@lru_cache(maxsize=1)
-def _mark_class() -> str:
-    """A regex class body for all combining marks (Mn, Mc, Me).
-
-    Python's ``\\w`` leaves them out, which would cut Devanagari, Thai and
-    decomposed Latin words apart.
-    """
-    ranges: list[tuple[int, int]] = []
-    # Marks live only in planes 0-1 and in plane 14 (variation selectors);
-    # scanning just those is 8x quicker than all of Unicode.
-    for cp in itertools.chain(range(0x20000), range(0xE0000, 0xE1000)):
-        if unicodedata.category(chr(cp)) in ("Mn", "Mc", "Me"):
-            if ranges and ranges[-1][1] == cp - 1:
-                ranges[-1] = (ranges[-1][0], cp)
-            else:
-                ranges.append((cp, cp))
-    return "".join(
-        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
-        for a, b in ranges
-    )
-
-
-@lru_cache(maxsize=1)
-def _word_re() -> re.Pattern[str]:
-    return re.compile(rf"[\w{_mark_class()}]+")
-
-
-_ALNUM_RUN = re.compile(r"[^\W_]+")
-
-
 def resolve_auto(scheme: Scheme, text: str) -> Scheme:
     """The concrete scheme ``auto`` uses for this normalised text.
 
@@ -102,7 +65,7 @@ def resolve_auto(scheme: Scheme, text: str) -> Scheme:
     """
     if scheme.name != "auto":
         return scheme
-    return _concrete_chars(scheme, strip_to_alnum(text))
+    return _concrete_chars(scheme, alnum_only(text))
 
 
 def _chunks(text: str) -> Iterable[str]:
@@ -194,7 +157,7 @@ class _Jieba:
             self.hashes.clear()
         idf, median = self.idf, self.median_idf
         for tok in tokens:
-            if tok in _ZH_DROP or _ALNUM_RUN.search(tok) is None:
+            if tok in _ZH_DROP or not has_alnum(tok):
                 self.hashes[tok], self.idfs[tok] = 0, 0.0
             else:
                 self.hashes[tok], self.idfs[tok] = feature_hash(tok), idf.get(tok, median)
@@ -214,8 +177,7 @@ def warm_up(scheme: Scheme) -> None:
     if scheme.name in ("zh-tfidf", "auto"):
         _Jieba.get()
     if scheme.name in ("words", "chars", "auto"):
-        _word_re()
-        _alnum_mark_re()
+        charclass.warm_up()
     if scheme.t2s:
         from simhash_pg.text.normalize import _t2s
 
@@ -275,27 +237,11 @@ def _hashed(counts: Counter[str], weight: str) -> ArrayFeatures:
 
 
 def _words(text: str, scheme: Scheme) -> ArrayFeatures:
-    findall = (_ASCII_WORD if text.isascii() else _word_re()).findall
+    findall = word_pattern(text).findall
     counts: Counter[str] = Counter()
     for piece in _chunks(text):
         counts.update(findall(piece))
     return _hashed(counts, scheme.weight)
-
-
-_ASCII_WORD = re.compile(r"\w+")
-
-
-def strip_to_alnum(text: str) -> str:
-    """Only the letters, digits and combining marks of ``text`` (what ``chars`` shingles)."""
-    # ASCII has no marks, and the simple class is 2-4x faster. Pieces keep the
-    # list of matches small for huge texts.
-    findall = (_ALNUM_RUN if text.isascii() else _alnum_mark_re()).findall
-    return "".join(["".join(findall(piece)) for piece in _chunks(text)])
-
-
-@lru_cache(maxsize=1)
-def _alnum_mark_re() -> re.Pattern[str]:
-    return re.compile(rf"[^\W_]+|[{_mark_class()}]+")
 
 
 # chars: the hash of a shingle g of length L is
@@ -440,7 +386,7 @@ HashedFeatures = tuple[npt.NDArray[np.uint64], npt.NDArray[np.float64]]
 def extract_hashed(text: str, scheme: Scheme) -> HashedFeatures:
     """(hashes, weights) of the distinct features of normalised ``text``."""
     if scheme.name in ("chars", "auto"):
-        stripped = strip_to_alnum(text)
+        stripped = alnum_only(text)
         c = _concrete_chars(scheme, stripped)
         return _chars_hashed(stripped, c.n, c.weight)
     _, hashes, weights = (_zh_tfidf if scheme.name == "zh-tfidf" else _words)(text, scheme)
@@ -450,7 +396,7 @@ def extract_hashed(text: str, scheme: Scheme) -> HashedFeatures:
 def extract_named(text: str, scheme: Scheme) -> list[tuple[str, float]]:
     """(feature, weight) pairs of normalised ``text``, in no particular order."""
     if scheme.name in ("chars", "auto"):
-        stripped = strip_to_alnum(text)
+        stripped = alnum_only(text)
         c = _concrete_chars(scheme, stripped)
         return _chars_named(stripped, c.n, c.weight)
     feats, _, weights = (_zh_tfidf if scheme.name == "zh-tfidf" else _words)(text, scheme)

@@ -31,8 +31,8 @@ import re
 import xxhash
 
 from simhash_pg.bits import to_signed
+from simhash_pg.text.charclass import alnum_only
 from simhash_pg.text.normalize import normalize
-from simhash_pg.verify import alnum_only
 
 __all__ = [
     "DEFAULT_SENTENCES",
