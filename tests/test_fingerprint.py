@@ -15,7 +15,7 @@ import simhash_pg.text.features as features_mod
 from simhash_pg import hamming
 from simhash_pg.text.features import chars_gram_hash, extract_hashed, extract_named, feature_hash
 from simhash_pg.text.normalize import normalize
-from simhash_pg.text.schemes import Scheme, get_scheme
+from simhash_pg.text.schemes import SCHEME_NAMES, Scheme, get_scheme
 from simhash_pg.text.simhash import Fingerprinter, NoFeaturesError, fingerprint, vote
 
 ZH = "市图书馆从下个月起延长开放时间，工作日开放到晚上九点。馆方表示，新增的自习区有两百个座位。"
@@ -213,6 +213,12 @@ def test_schemes_differ() -> None:
     # auto on a long text is chars with n=5 and binary weights, by definition.
     assert fps.pop("auto") == fps["chars"]
     assert len(set(fps.values())) == len(fps)
+
+
+def test_every_scheme_has_an_extractor() -> None:
+    assert set(features_mod.EXTRACTORS) == set(SCHEME_NAMES)
+    for name in SCHEME_NAMES:
+        features_mod.warm_up(get_scheme(name))  # loads what the extractor needs
 
 
 # -------------------------------------------------------------------- vote

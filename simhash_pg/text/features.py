@@ -1,8 +1,11 @@
 """Weighted features of normalised text, one extractor per scheme.
 
-Every extractor takes *normalised* text (see :mod:`simhash_pg.text.normalize`) and
-returns parallel lists ``(features, hashes, weights)`` in no particular order;
-:mod:`simhash_pg.text.simhash` sorts them for display and votes the hashes.
+:data:`EXTRACTORS` maps each scheme name to its :class:`Extractor`. Every
+extractor takes *normalised* text (see :mod:`simhash_pg.text.normalize`) and
+gives the distinct features with their weights, in no particular order, as
+hashes (:func:`extract_hashed`) or by name (:func:`extract_named`);
+:mod:`simhash_pg.text.simhash` votes the hashes and sorts the names for
+display. A new scheme is one entry here and one in :mod:`.schemes`.
 
 Per-token Python work is kept to a dict lookup: each distinct token's hash and
 IDF are cached per process, so a corpus pays for hashing a word once.
@@ -14,7 +17,8 @@ import logging
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +28,22 @@ import xxhash
 
 from simhash_pg.text import charclass
 from simhash_pg.text.charclass import alnum_only, has_alnum, word_pattern
+from simhash_pg.text.normalize import _t2s
 from simhash_pg.text.schemes import Scheme
 
 __all__ = [
+    "EXTRACTORS",
     "HASH_SEED",
     "ArrayFeatures",
+    "Extractor",
+    "HashedFeatures",
     "chars_gram_hash",
     "clear_caches",
     "extract_hashed",
     "extract_named",
     "feature_hash",
     "resolve_auto",
+    "warm_up",
 ]
 
 # Part of every scheme's definition (version 1): never change it.
@@ -44,6 +53,9 @@ HASH_SEED = 0x5348_5047_0000_0001
 ArrayFeatures = tuple[list[str], npt.NDArray[np.uint64], npt.NDArray[np.float64]]
 
 _xxh = xxhash.xxh3_64_intdigest
+
+# (hashes, weights) of the distinct features, any order.
+HashedFeatures = tuple[npt.NDArray[np.uint64], npt.NDArray[np.float64]]
 
 # Huge documents are tokenised in pieces of about this many characters, cut at
 # a space, so that memory stays bounded by the vocabulary, not the text.
@@ -170,18 +182,6 @@ def clear_caches() -> None:
     if _Jieba._instance is not None:
         _Jieba._instance.hashes.clear()
         _Jieba._instance.idfs.clear()
-
-
-def warm_up(scheme: Scheme) -> None:
-    """Load what ``scheme`` needs (jieba: about 0.5-1 s) now, e.g. before forking."""
-    if scheme.name in ("zh-tfidf", "auto"):
-        _Jieba.get()
-    if scheme.name in ("words", "chars", "auto"):
-        charclass.warm_up()
-    if scheme.t2s:
-        from simhash_pg.text.normalize import _t2s
-
-        _t2s("漢")
 
 
 def _zh_tfidf(text: str, scheme: Scheme) -> ArrayFeatures:
@@ -380,24 +380,77 @@ def _concrete_chars(scheme: Scheme, stripped: str) -> Scheme:
     return Scheme("chars", scheme.version, html=scheme.html, t2s=scheme.t2s, n=n, weight="binary")
 
 
-HashedFeatures = tuple[npt.NDArray[np.uint64], npt.NDArray[np.float64]]
+# --------------------------------------------------------------------------
+# the registry: scheme name -> extractor
+
+
+@dataclass(frozen=True)
+class Extractor:
+    """How one scheme turns normalised text into features.
+
+    hashed
+        (hashes, weights) of the distinct features: what the vote reads.
+    named
+        (feature, weight) pairs of the same features: what users look at.
+    warm_up
+        Load what it needs (dictionaries, patterns) now, e.g. before forking.
+    """
+
+    hashed: Callable[[str, Scheme], HashedFeatures]
+    named: Callable[[str, Scheme], list[tuple[str, float]]]
+    warm_up: Callable[[], object]
+
+
+def _tokens(extract: Callable[[str, Scheme], ArrayFeatures], warm: Callable[[], object]
+            ) -> Extractor:
+    """An extractor for schemes whose features are named tokens, hashed one by one."""
+
+    def hashed(text: str, scheme: Scheme) -> HashedFeatures:
+        _, hashes, weights = extract(text, scheme)
+        return hashes, weights
+
+    def named(text: str, scheme: Scheme) -> list[tuple[str, float]]:
+        feats, _, weights = extract(text, scheme)
+        return list(zip(feats, weights.tolist(), strict=True))
+
+    return Extractor(hashed, named, warm)
+
+
+def _shingles_hashed(text: str, scheme: Scheme) -> HashedFeatures:
+    stripped = alnum_only(text)
+    c = _concrete_chars(scheme, stripped)
+    return _chars_hashed(stripped, c.n, c.weight)
+
+
+def _shingles_named(text: str, scheme: Scheme) -> list[tuple[str, float]]:
+    stripped = alnum_only(text)
+    c = _concrete_chars(scheme, stripped)
+    return _chars_named(stripped, c.n, c.weight)
+
+
+_SHINGLES = Extractor(_shingles_hashed, _shingles_named, charclass.warm_up)
+
+# Every name in schemes.SCHEME_NAMES has an entry (a test checks it).
+EXTRACTORS: dict[str, Extractor] = {
+    "zh-tfidf": _tokens(_zh_tfidf, _Jieba.get),
+    "words": _tokens(_words, charclass.warm_up),
+    "chars": _SHINGLES,
+    "auto": _SHINGLES,  # chars, with n chosen per text by resolve_auto
+}
 
 
 def extract_hashed(text: str, scheme: Scheme) -> HashedFeatures:
     """(hashes, weights) of the distinct features of normalised ``text``."""
-    if scheme.name in ("chars", "auto"):
-        stripped = alnum_only(text)
-        c = _concrete_chars(scheme, stripped)
-        return _chars_hashed(stripped, c.n, c.weight)
-    _, hashes, weights = (_zh_tfidf if scheme.name == "zh-tfidf" else _words)(text, scheme)
-    return hashes, weights
+    return EXTRACTORS[scheme.name].hashed(text, scheme)
 
 
 def extract_named(text: str, scheme: Scheme) -> list[tuple[str, float]]:
     """(feature, weight) pairs of normalised ``text``, in no particular order."""
-    if scheme.name in ("chars", "auto"):
-        stripped = alnum_only(text)
-        c = _concrete_chars(scheme, stripped)
-        return _chars_named(stripped, c.n, c.weight)
-    feats, _, weights = (_zh_tfidf if scheme.name == "zh-tfidf" else _words)(text, scheme)
-    return list(zip(feats, weights.tolist(), strict=True))
+    return EXTRACTORS[scheme.name].named(text, scheme)
+
+
+def warm_up(scheme: Scheme) -> None:
+    """Load what ``scheme`` needs (jieba: about 0.5-1 s) now, e.g. before forking."""
+    EXTRACTORS[scheme.name].warm_up()
+    if scheme.t2s:
+        _t2s("漢")
