@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
 __all__ = [
@@ -192,9 +192,6 @@ class Scheme:
     @classmethod
     def from_json(cls, text: str) -> Scheme:
         return cls.from_dict(json.loads(text))
-
-    def with_params(self, **params: Any) -> Scheme:
-        return replace(self, **params)
 
     def __str__(self) -> str:
         return self.to_json()
