@@ -8,8 +8,8 @@ import numpy as np
 import opencc
 import pytest
 
+from lab.evaluation import PairScores, auc, load_eval, score_pairs
 from simhash_pg.bits import hamming
-from simhash_pg.evaluation import PairScores, auc, load_eval, score_pairs
 from simhash_pg.text.simhash import Fingerprinter
 
 EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"

@@ -136,7 +136,7 @@ def test_eval_rule_is_the_store_rule(a: str, b: str, d: int, sig: bool, mode: st
     """quality.decide (vectorised, used by eval) agrees with accept (used by the store)."""
     import numpy as np
 
-    from simhash_pg import quality as Q
+    from lab import quality as Q
 
     na, nb = V.verification_text(a * 3), V.verification_text(b * 3)
     rule = Q.Rule(k=3, long_verify=mode == "all", sentences=mode == "all")

@@ -40,7 +40,7 @@ import click
 import numpy as np
 import numpy.typing as npt
 
-from simhash_pg.bench._scratch import scratch_dsn
+from lab.bench._scratch import scratch_dsn
 
 __all__ = [
     "CandidateStats",

@@ -1,6 +1,6 @@
 """Detection quality at the level users see: precision, recall and F1 per group.
 
-:mod:`simhash_pg.evaluation` ranks fingerprint schemes by ROC AUC. This module
+:mod:`lab.evaluation` ranks fingerprint schemes by ROC AUC. This module
 turns fingerprints into *decisions* (is ``b`` a near-duplicate of ``a``?) the
 way the store makes them, and counts them per language, pair kind, edit kind
 and length band, next to two peers on the same pairs:
@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from lab.evaluation import EvalSet, PairScores, default_eval_dir, load_eval
 from simhash_pg import verify as V
-from simhash_pg.evaluation import EvalSet, PairScores, default_eval_dir, load_eval
 from simhash_pg.text.schemes import get_scheme
 from simhash_pg.text.signatures import sentence_signature
 from simhash_pg.text.simhash import Fingerprinter

@@ -40,7 +40,7 @@ from typing import Any
 import click
 import numpy as np
 
-from simhash_pg.bench._scratch import scratch_dsn
+from lab.bench._scratch import scratch_dsn
 
 # Fingerprints already stored, for the stream's near-duplicates: set before
 # the clients are forked, so they share it without copying.
@@ -239,8 +239,8 @@ def _run(dsn: str, n: int, counts: list[int], seconds: float, batch: int, dup_ra
     global _STORED
     import psycopg
 
+    from lab.bench.store import make_data
     from simhash_pg import migrate
-    from simhash_pg.bench.store import make_data
     from simhash_pg.store import SimhashStore
 
     echo = click.echo

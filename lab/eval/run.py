@@ -17,22 +17,6 @@ EVAL_DB = "simhash_eval"
 MAIN_KS = (3, 9)
 
 
-def _fresh_eval_dsn() -> str:
-    """A new, empty ``simhash_eval`` database on the embedded server."""
-    import psycopg
-    from psycopg import sql
-
-    from simhash_pg.server import get_default_server
-
-    server = get_default_server()
-    server.start(dbname=None)
-    with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(EVAL_DB))
-        )
-    return server.start(dbname=EVAL_DB)
-
-
 def _fmt(x: float | None) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
@@ -58,7 +42,7 @@ def build_report(
     store_verify: tuple[str, ...] = ("short", "all"),
 ) -> dict[str, Any]:
     """Run the whole evaluation and return the JSON-able report."""
-    from simhash_pg import quality as Q
+    from lab import quality as Q
     from simhash_pg import verify as V
     from simhash_pg.text.schemes import get_scheme
     from simhash_pg.text.signatures import DEFAULT_SENTENCES
@@ -90,10 +74,11 @@ def build_report(
     # display name -> (verify mode, k, per set: which pairs the store matched)
     store_verified: dict[str, tuple[str, int, list[Any]]] = {}
     if store:
+        from simhash_pg.commands._common import fresh_database
         from simhash_pg.store import SimhashStore
 
         k_max = max(r.max_k for r in rules)
-        target = dsn or _fresh_eval_dsn()
+        target = dsn or fresh_database(EVAL_DB)
         t = time.perf_counter()
         # Keep every text (verify="all") so that every mode can be asked for
         # below; the distances come from an unverified reader.
@@ -225,7 +210,7 @@ def build_report(
 
 def _sentence_summary(res: Any, ks: list[int]) -> dict[str, Any]:
     """What the n-longest-sentences signature adds to SimHash (OR-combined)."""
-    from simhash_pg import quality as Q
+    from lab import quality as Q
     from simhash_pg import verify as V
 
     ps = res.pairs
@@ -323,7 +308,7 @@ def _render_breakdown(
 ) -> None:
     from rich.table import Table
 
-    from simhash_pg.quality import Rule
+    from lab.quality import Rule
 
     main = [Rule(k=k).label() for k in report["ks"]]
     main.append(Rule(long_verify=True, sentences=set_name == "documents").label())
@@ -395,7 +380,7 @@ def _render_sweep(set_name: str, entry: dict[str, Any], console: Any) -> None:
 
 def markdown(report: dict[str, Any]) -> str:
     """The report's tables as GitHub markdown (for docs/quality.md)."""
-    from simhash_pg.quality import Rule
+    from lab.quality import Rule
 
     out: list[str] = []
 
@@ -588,7 +573,7 @@ def command(
     """Precision, recall and F1 on labelled pairs, with two peer libraries."""
     from rich.console import Console
 
-    from simhash_pg.quality import resolve_eval_dir
+    from lab.quality import resolve_eval_dir
 
     try:
         directory = resolve_eval_dir(eval_dir)

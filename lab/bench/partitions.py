@@ -1,6 +1,6 @@
 """Plain table (revision 0003) vs daily partitions (0005), side by side in one run.
 
-    uv run python scripts/bench_partitions.py --n 1000000
+    uv run python -m lab.bench.partitions --n 1000000
 
 One throwaway embedded server, two databases: ``plain`` migrated to 0003,
 ``parted`` to the head. Every measurement alternates between the two (the
@@ -23,16 +23,17 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 from unittest import mock
 
 import numpy as np
 import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import make_conninfo
 
+from lab.bench._scratch import scratch_dsn
+from lab.bench.store import make_data, pct, queries_for
 from simhash_pg import Doc, migrate
-from simhash_pg.bench._scratch import scratch_dsn
-from simhash_pg.bench.store import make_data, pct, queries_for
 from simhash_pg.bits import to_signed_array
 from simhash_pg.retention import purge
 from simhash_pg.store import SimhashStore
@@ -95,6 +96,10 @@ def _ms(func: Callable[[], Any]) -> float:
     return (time.perf_counter() - t) * 1000
 
 
+def _near_ms(store: SimhashStore, queries: list[int], k: int, i: int) -> float:
+    return _ms(lambda: store.near(queries[i], k=k))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=1_000_000)
@@ -103,11 +108,10 @@ def main() -> None:
     args = ap.parse_args()
     n = args.n
     with scratch_dsn(dbname="plain") as plain_dsn:
-        params = {k: v for k, v in conninfo_to_dict(plain_dsn).items() if v is not None}
         with psycopg.connect(plain_dsn, autocommit=True) as c:
             c.execute("CREATE DATABASE parted")
             version = c.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
-        parted_dsn = make_conninfo(**(params | {"dbname": "parted"}))
+        parted_dsn = make_conninfo(plain_dsn, dbname="parted")
         migrate.upgrade(plain_dsn, "0003")
         migrate.upgrade(parted_dsn)
         print(f"plain (0003) vs partitioned (0005): n={n:,}, PostgreSQL {version}, "
@@ -134,8 +138,8 @@ def main() -> None:
         for k in (3, 6):
             ta, tb = _alternate(
                 len(qs[k]),
-                lambda i, k=k: _ms(lambda: stores["plain"].near(qs[k][i], k=k)),
-                lambda i, k=k: _ms(lambda: stores["parted"].near(qs[k][i], k=k)),
+                partial(_near_ms, stores["plain"], qs[k], k),
+                partial(_near_ms, stores["parted"], qs[k], k),
             )
             print(f"near() k={k} after bulk_load (parted: rows in 1 of 4 partitions): "
                   f"plain p50 {pct(ta, 50):.3f} / p99 {pct(ta, 99):.3f} ms, "
@@ -159,8 +163,8 @@ def main() -> None:
                     stores[name].near(q, k=k)
             ta, tb = _alternate(
                 len(qs[k]),
-                lambda i, k=k: _ms(lambda: stores["plain"].near(qs[k][i], k=k)),
-                lambda i, k=k: _ms(lambda: stores["parted"].near(qs[k][i], k=k)),
+                partial(_near_ms, stores["plain"], qs[k], k),
+                partial(_near_ms, stores["parted"], qs[k], k),
             )
             same = all(stores["plain"].near(q, k=k) == stores["parted"].near(q, k=k)
                        for q in qs[k][:100])
@@ -210,8 +214,8 @@ def main() -> None:
         for k in (3,):
             ta, tb = _alternate(
                 len(qs[k]),
-                lambda i, k=k: _ms(lambda: stores["plain"].near(qs[k][i], k=k)),
-                lambda i, k=k: _ms(lambda: stores["parted"].near(qs[k][i], k=k)),
+                partial(_near_ms, stores["plain"], qs[k], k),
+                partial(_near_ms, stores["parted"], qs[k], k),
             )
             print(f"near() k={k} after the purge (parted: 6 partitions): plain p50 "
                   f"{pct(ta, 50):.3f} / p99 {pct(ta, 99):.3f} ms, parted p50 {pct(tb, 50):.3f}"

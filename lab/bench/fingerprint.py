@@ -28,7 +28,7 @@ from typing import Any
 
 import click
 
-from simhash_pg.evaluation import default_eval_dir
+from lab.evaluation import default_eval_dir
 
 SIZES = {"1KB": 1024, "10KB": 10 * 1024}
 

@@ -24,7 +24,7 @@ from typing import Any
 import click
 import numpy as np
 
-from simhash_pg.bench._scratch import scratch_dsn
+from lab.bench._scratch import scratch_dsn
 
 VARIANTS: dict[str, str] = {
     # name -> index definition for block i, j = i + 1 mod 4 (adjacent is the

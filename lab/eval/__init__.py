@@ -1,0 +1,1 @@
+"""``simhash-pg eval``."""
