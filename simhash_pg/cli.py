@@ -19,7 +19,7 @@ _COMMANDS: dict[str, str] = {
     "bench": "lab.bench:bench",
     "fingerprint": "simhash_pg.commands.fingerprint:command",
     "dedup": "simhash_pg.commands.dedup:command",
-    "eval": "lab.eval.run:command",
+    "eval": "lab.eval.command:command",
     "demo": "simhash_pg.commands.demo:command",
     "add": "simhash_pg.commands.store_cmds:add",
     "near": "simhash_pg.commands.store_cmds:near",

@@ -1,1 +1,1 @@
-"""``simhash-pg eval``."""
+"""``simhash-pg eval``: the run (:mod:`.run`), its tables (:mod:`.render`), the command."""
