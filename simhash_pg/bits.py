@@ -19,6 +19,7 @@ import numpy.typing as npt
 __all__ = [
     "BLOCKS",
     "BLOCK_BITS",
+    "BLOCK_SHIFTS",
     "MAX_FINGERPRINT",
     "blocks",
     "blocks_array",
@@ -32,6 +33,8 @@ __all__ = [
 MAX_FINGERPRINT = (1 << 64) - 1
 BLOCKS = 4
 BLOCK_BITS = 16
+# Where each block starts: b0 = bits 48-63, b1 = bits 32-47, b2 = 16-31, b3 = 0-15.
+BLOCK_SHIFTS = (48, 32, 16, 0)
 _BLOCK_OFFSET = 1 << 15  # smallint holds block - 32768
 _SIGN = 1 << 63
 _WRAP = 1 << 64
@@ -105,7 +108,7 @@ def to_signed_list(fps: Iterable[int]) -> list[int]:
 def blocks_array(fps: npt.ArrayLike) -> npt.NDArray[np.int64]:
     """:func:`blocks` for many fingerprints: an (n, 4) array of the smallint values."""
     arr = np.asarray(fps, dtype=np.uint64)
-    shifts = np.array([48, 32, 16, 0], dtype=np.uint64)
+    shifts = np.array(BLOCK_SHIFTS, dtype=np.uint64)
     raw = (arr[:, None] >> shifts) & np.uint64(0xFFFF)
     return raw.astype(np.int64) - _BLOCK_OFFSET
 

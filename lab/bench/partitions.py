@@ -32,7 +32,8 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from lab.bench._scratch import scratch_dsn
-from lab.bench.store import make_data, pct, queries_for
+from lab.bench.store import make_data, queries_for
+from lab.bench.timing import pct, timed_ms
 from simhash_pg import Doc, migrate
 from simhash_pg.bits import to_signed_array
 from simhash_pg.retention import purge
@@ -90,14 +91,8 @@ def _alternate(n: int, a: Callable[[int], float], b: Callable[[int], float]
     return ta, tb
 
 
-def _ms(func: Callable[[], Any]) -> float:
-    t = time.perf_counter()
-    func()
-    return (time.perf_counter() - t) * 1000
-
-
 def _near_ms(store: SimhashStore, queries: list[int], k: int, i: int) -> float:
-    return _ms(lambda: store.near(queries[i], k=k))
+    return timed_ms(lambda: store.near(queries[i], k=k))
 
 
 def main() -> None:
@@ -179,9 +174,9 @@ def main() -> None:
         chunks = [new[i:i + 2000] for i in range(0, 20_000, 2000)]
         ta, tb = _alternate(
             len(chunks),
-            lambda i: _ms(lambda: stores["plain"].add_many(
+            lambda i: timed_ms(lambda: stores["plain"].add_many(
                 [Doc(fp, f"u{i}-{j}") for j, fp in enumerate(chunks[i])], batch_size=1000)),
-            lambda i: _ms(lambda: stores["parted"].add_many(
+            lambda i: timed_ms(lambda: stores["parted"].add_many(
                 [Doc(fp, f"u{i}-{j}") for j, fp in enumerate(chunks[i])], batch_size=1000)),
         )
         print(f"add_many with keys (dedup, batches of 1000, 20,000 docs): "
@@ -193,8 +188,8 @@ def main() -> None:
         single = new[20_000:21_000]
         ta, tb = _alternate(
             len(single),
-            lambda i: _ms(lambda: stores["plain"].add(single[i], key=f"s{i}")),
-            lambda i: _ms(lambda: stores["parted"].add(single[i], key=f"s{i}")),
+            lambda i: timed_ms(lambda: stores["plain"].add(single[i], key=f"s{i}")),
+            lambda i: timed_ms(lambda: stores["parted"].add(single[i], key=f"s{i}")),
         )
         ma, mb = statistics.median(ta), statistics.median(tb)
         print(f"add() with a key (dedup, synchronous_commit off, 1,000 each): "

@@ -41,6 +41,7 @@ import click
 import numpy as np
 
 from lab.bench._scratch import scratch_dsn
+from lab.bench.timing import pct
 
 # Fingerprints already stored, for the stream's near-duplicates: set before
 # the clients are forked, so they share it without copying.
@@ -151,11 +152,6 @@ def _prewarm(conn: Any) -> str:
     return f"pg_prewarm of {len(rels)} relations"
 
 
-def _pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
-
-
 def measure(dsn: str, path: str, clients: int, seconds: float, batch: int,
             dup_rate: float, seed: int) -> dict[bool, dict[str, Any]]:
     """Figures with the locks on (True) and off (False), interleaved in one run.
@@ -188,8 +184,8 @@ def measure(dsn: str, path: str, clients: int, seconds: float, batch: int,
         rate = sum(r[0][lock] / (sum(r[2][lock]) / 1000) for r in results if r[2][lock])
         figures[lock] = {
             "adds_s": rate,
-            "p50": _pct(lat, 50) if lat else float("nan"),
-            "p99": _pct(lat, 99) if lat else float("nan"),
+            "p50": pct(lat, 50) if lat else float("nan"),
+            "p99": pct(lat, 99) if lat else float("nan"),
             "dups": sum(r[1][lock] for r in results) / max(done, 1),
             "done": done,
         }

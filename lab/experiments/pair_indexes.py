@@ -31,7 +31,8 @@ import numpy as np
 import psycopg
 
 from lab.bench._scratch import scratch_dsn
-from lab.bench.store import make_data, pct, queries_for
+from lab.bench.store import make_data, queries_for
+from lab.bench.timing import pct
 from simhash_pg import migrate
 from simhash_pg.bits import to_signed
 from simhash_pg.store import SimhashStore

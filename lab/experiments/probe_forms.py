@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from lab.bench.store import make_data, pct, queries_for
+from lab.bench.store import make_data, queries_for
+from lab.bench.timing import pct
 from simhash_pg.bits import to_signed
 from simhash_pg.resources import read_sql
 
