@@ -2,7 +2,7 @@
 
 A fingerprint is an unsigned 64-bit int in Python. PostgreSQL stores it as a
 signed ``bigint`` (two's complement), and its four 16-bit blocks as
-``smallint`` values shifted by -32768 (DESIGN.md):
+``smallint`` values shifted by -32768 (docs/design.md, "Where the bits live"):
 
     b0 = bits 48-63, b1 = bits 32-47, b2 = bits 16-31, b3 = bits 0-15
 

@@ -5,7 +5,7 @@
     >>> 0 <= a < 2**64
     True
 
-How a fingerprint is made (DESIGN.md, steps 1-4):
+How a fingerprint is made (docs/design.md, "From text to fingerprint"):
 
 1. normalise the text (:mod:`simhash_pg.text.normalize`);
 2. extract weighted features under the scheme (:mod:`simhash_pg.text.features`);
