@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from simhash_pg.normalize import normalize
-from simhash_pg.signatures import sentence_signature_normalized
+from simhash_pg.text.normalize import normalize
+from simhash_pg.text.signatures import sentence_signature_normalized
 from simhash_pg.verify import (
     VERIFY_MODES,
     VerifyMode,

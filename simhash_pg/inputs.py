@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from simhash_pg.normalize import strip_html
+from simhash_pg.text.normalize import strip_html
 
 FORMATS = ("jsonl", "csv", "tsv", "lines")
 DOC_SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm")

@@ -50,9 +50,9 @@ from simhash_pg.bits import (
 from simhash_pg.verify import VERIFY_MODES, VerifyMode
 
 if TYPE_CHECKING:
-    from simhash_pg.fingerprint import Fingerprinter
     from simhash_pg.retention import PurgeResult
-    from simhash_pg.schemes import Scheme
+    from simhash_pg.text.schemes import Scheme
+    from simhash_pg.text.simhash import Fingerprinter
 
 __all__ = [
     "AddManyResult",
@@ -442,7 +442,7 @@ class SimhashStore:
             raise
 
     def _ensure_scheme(self, scheme: Scheme | Mapping[str, Any] | str | None) -> Scheme:
-        from simhash_pg.schemes import Scheme, get_scheme
+        from simhash_pg.text.schemes import Scheme, get_scheme
 
         wanted = get_scheme(scheme)
         row = self._conn.execute("SELECT value FROM simhash_meta WHERE name = 'scheme'").fetchone()
@@ -532,7 +532,7 @@ class SimhashStore:
     @property
     def fingerprinter(self) -> Fingerprinter:
         if self._fingerprinter is None:
-            from simhash_pg.fingerprint import Fingerprinter
+            from simhash_pg.text.simhash import Fingerprinter
 
             self._fingerprinter = Fingerprinter(self._scheme)
         return self._fingerprinter

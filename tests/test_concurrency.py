@@ -141,7 +141,7 @@ def test_batch_lock_keys_are_the_keys_simhash_add_takes(pg: psycopg.Connection) 
 
 
 def test_stream_bench_measures_locks_on_and_off(pg_dsn: str) -> None:
-    from simhash_pg.bench import stream as bench
+    from lab.bench import stream as bench
 
     SimhashStore(pg_dsn).close()
     with psycopg.connect(pg_dsn, autocommit=True) as conn:

@@ -23,7 +23,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from simhash_pg.bench.hnsw import copy_documents, exact_neighbours, planted_data
+from lab.bench.hnsw import copy_documents, exact_neighbours, planted_data
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "scaling.md"
 N_SHARDS = 2

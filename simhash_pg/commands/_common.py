@@ -79,6 +79,24 @@ def open_store(
         fail(str(exc))
 
 
+def fresh_database(dbname: str) -> str:
+    """The DSN of a new, empty ``dbname`` on the embedded server (dropped first if it exists).
+
+    For commands that own a database of their own (``demo``, ``eval``), never a user's store.
+    """
+    import psycopg
+    from psycopg import sql
+
+    from simhash_pg.server import get_default_server
+
+    server = get_default_server()
+    server.start(dbname=None)
+    with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+                     .format(sql.Identifier(dbname)))
+    return server.start(dbname=dbname)
+
+
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     click.echo(f"simhash-pg: error: {message}", err=True)
     sys.exit(code)

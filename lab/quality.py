@@ -1,6 +1,6 @@
 """Detection quality at the level users see: precision, recall and F1 per group.
 
-:mod:`simhash_pg.evaluation` ranks fingerprint schemes by ROC AUC. This module
+:mod:`lab.evaluation` ranks fingerprint schemes by ROC AUC. This module
 turns fingerprints into *decisions* (is ``b`` a near-duplicate of ``a``?) the
 way the store makes them, and counts them per language, pair kind, edit kind
 and length band, next to two peers on the same pairs:
@@ -17,7 +17,7 @@ distance is <= :data:`~simhash_pg.verify.SHORT_K` *and* its verification
 similarity reaches :data:`~simhash_pg.verify.SHORT_THRESHOLD`; a longer pair
 when its distance is <= k, or, with the long-text guard, <= ``LONG_K`` and
 similarity >= ``LONG_THRESHOLD``. The sentence signature
-(:mod:`simhash_pg.signatures`) can be OR-ed in.
+(:mod:`simhash_pg.text.signatures`) can be OR-ed in.
 
 Distances come either from the fingerprints directly (fast path) or from the
 store: every text is added with ``add_many(dedup=False)``, each pair's ``a`` is
@@ -40,11 +40,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from lab.evaluation import EvalSet, PairScores, default_eval_dir, load_eval
 from simhash_pg import verify as V
-from simhash_pg.evaluation import EvalSet, PairScores, default_eval_dir, load_eval
-from simhash_pg.fingerprint import Fingerprinter
-from simhash_pg.schemes import get_scheme
-from simhash_pg.signatures import sentence_signature
+from simhash_pg.text.schemes import get_scheme
+from simhash_pg.text.signatures import sentence_signature
+from simhash_pg.text.simhash import Fingerprinter
 
 __all__ = [
     "LENGTH_BANDS",

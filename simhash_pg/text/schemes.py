@@ -15,7 +15,7 @@ fingerprints needs a new ``version``, and old versions stay computable or are
 refused by :meth:`Scheme.from_dict`.
 
 Why ``auto`` is what it is (``../shared/eval``, ROC AUC of -distance over the
-6,890 labelled document pairs, mean of 5 hash seeds; simhash_pg.evaluation):
+6,890 labelled document pairs, mean of 5 hash seeds; lab.evaluation):
 
     auto = chars n=5, binary   0.9888   (n=4 0.9887, n=6 0.9895, n=3 0.9851)
     chars n=5, tf weights      0.9861
@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
 __all__ = [
@@ -192,9 +192,6 @@ class Scheme:
     @classmethod
     def from_json(cls, text: str) -> Scheme:
         return cls.from_dict(json.loads(text))
-
-    def with_params(self, **params: Any) -> Scheme:
-        return replace(self, **params)
 
     def __str__(self) -> str:
         return self.to_json()

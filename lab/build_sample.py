@@ -1,6 +1,6 @@
 """Rebuild ``sample.jsonl.gz`` from the redistributable part of an eval folder.
 
-    uv run python -m simhash_pg.data.build_sample ../shared/eval
+    uv run python -m lab.build_sample ../shared/eval
 
 Only MIT-licensed documentation (the Rust book and its Chinese translation)
 and SPDX licence texts go in; the news articles there are research-only and

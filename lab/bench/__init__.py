@@ -11,10 +11,10 @@ import click
 from simhash_pg.cli import LazyGroup
 
 _BENCHES = {
-    "fingerprint": "simhash_pg.bench.fingerprint:command",
-    "store": "simhash_pg.bench.store:command",
-    "hnsw": "simhash_pg.bench.hnsw:command",
-    "stream": "simhash_pg.bench.stream:command",
+    "fingerprint": "lab.bench.fingerprint:command",
+    "store": "lab.bench.store:command",
+    "hnsw": "lab.bench.hnsw:command",
+    "stream": "lab.bench.stream:command",
 }
 
 

@@ -1,6 +1,6 @@
 """Plain table (revision 0003) vs daily partitions (0005), side by side in one run.
 
-    uv run python scripts/bench_partitions.py --n 1000000
+    uv run python -m lab.bench.partitions --n 1000000
 
 One throwaway embedded server, two databases: ``plain`` migrated to 0003,
 ``parted`` to the head. Every measurement alternates between the two (the
@@ -23,16 +23,18 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 from unittest import mock
 
 import numpy as np
 import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import make_conninfo
 
+from lab.bench._scratch import scratch_dsn
+from lab.bench.store import make_data, queries_for
+from lab.bench.timing import pct, timed_ms
 from simhash_pg import Doc, migrate
-from simhash_pg.bench._scratch import scratch_dsn
-from simhash_pg.bench.store import make_data, pct, queries_for
 from simhash_pg.bits import to_signed_array
 from simhash_pg.retention import purge
 from simhash_pg.store import SimhashStore
@@ -89,10 +91,8 @@ def _alternate(n: int, a: Callable[[int], float], b: Callable[[int], float]
     return ta, tb
 
 
-def _ms(func: Callable[[], Any]) -> float:
-    t = time.perf_counter()
-    func()
-    return (time.perf_counter() - t) * 1000
+def _near_ms(store: SimhashStore, queries: list[int], k: int, i: int) -> float:
+    return timed_ms(lambda: store.near(queries[i], k=k))
 
 
 def main() -> None:
@@ -103,11 +103,10 @@ def main() -> None:
     args = ap.parse_args()
     n = args.n
     with scratch_dsn(dbname="plain") as plain_dsn:
-        params = {k: v for k, v in conninfo_to_dict(plain_dsn).items() if v is not None}
         with psycopg.connect(plain_dsn, autocommit=True) as c:
             c.execute("CREATE DATABASE parted")
             version = c.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
-        parted_dsn = make_conninfo(**(params | {"dbname": "parted"}))
+        parted_dsn = make_conninfo(plain_dsn, dbname="parted")
         migrate.upgrade(plain_dsn, "0003")
         migrate.upgrade(parted_dsn)
         print(f"plain (0003) vs partitioned (0005): n={n:,}, PostgreSQL {version}, "
@@ -134,8 +133,8 @@ def main() -> None:
         for k in (3, 6):
             ta, tb = _alternate(
                 len(qs[k]),
-                lambda i, k=k: _ms(lambda: stores["plain"].near(qs[k][i], k=k)),
-                lambda i, k=k: _ms(lambda: stores["parted"].near(qs[k][i], k=k)),
+                partial(_near_ms, stores["plain"], qs[k], k),
+                partial(_near_ms, stores["parted"], qs[k], k),
             )
             print(f"near() k={k} after bulk_load (parted: rows in 1 of 4 partitions): "
                   f"plain p50 {pct(ta, 50):.3f} / p99 {pct(ta, 99):.3f} ms, "
@@ -159,8 +158,8 @@ def main() -> None:
                     stores[name].near(q, k=k)
             ta, tb = _alternate(
                 len(qs[k]),
-                lambda i, k=k: _ms(lambda: stores["plain"].near(qs[k][i], k=k)),
-                lambda i, k=k: _ms(lambda: stores["parted"].near(qs[k][i], k=k)),
+                partial(_near_ms, stores["plain"], qs[k], k),
+                partial(_near_ms, stores["parted"], qs[k], k),
             )
             same = all(stores["plain"].near(q, k=k) == stores["parted"].near(q, k=k)
                        for q in qs[k][:100])
@@ -175,9 +174,9 @@ def main() -> None:
         chunks = [new[i:i + 2000] for i in range(0, 20_000, 2000)]
         ta, tb = _alternate(
             len(chunks),
-            lambda i: _ms(lambda: stores["plain"].add_many(
+            lambda i: timed_ms(lambda: stores["plain"].add_many(
                 [Doc(fp, f"u{i}-{j}") for j, fp in enumerate(chunks[i])], batch_size=1000)),
-            lambda i: _ms(lambda: stores["parted"].add_many(
+            lambda i: timed_ms(lambda: stores["parted"].add_many(
                 [Doc(fp, f"u{i}-{j}") for j, fp in enumerate(chunks[i])], batch_size=1000)),
         )
         print(f"add_many with keys (dedup, batches of 1000, 20,000 docs): "
@@ -189,8 +188,8 @@ def main() -> None:
         single = new[20_000:21_000]
         ta, tb = _alternate(
             len(single),
-            lambda i: _ms(lambda: stores["plain"].add(single[i], key=f"s{i}")),
-            lambda i: _ms(lambda: stores["parted"].add(single[i], key=f"s{i}")),
+            lambda i: timed_ms(lambda: stores["plain"].add(single[i], key=f"s{i}")),
+            lambda i: timed_ms(lambda: stores["parted"].add(single[i], key=f"s{i}")),
         )
         ma, mb = statistics.median(ta), statistics.median(tb)
         print(f"add() with a key (dedup, synchronous_commit off, 1,000 each): "
@@ -210,8 +209,8 @@ def main() -> None:
         for k in (3,):
             ta, tb = _alternate(
                 len(qs[k]),
-                lambda i, k=k: _ms(lambda: stores["plain"].near(qs[k][i], k=k)),
-                lambda i, k=k: _ms(lambda: stores["parted"].near(qs[k][i], k=k)),
+                partial(_near_ms, stores["plain"], qs[k], k),
+                partial(_near_ms, stores["parted"], qs[k], k),
             )
             print(f"near() k={k} after the purge (parted: 6 partitions): plain p50 "
                   f"{pct(ta, 50):.3f} / p99 {pct(ta, 99):.3f} ms, parted p50 {pct(tb, 50):.3f}"

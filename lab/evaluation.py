@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simhash_pg.bits import hamming_array
-from simhash_pg.fingerprint import Fingerprinter
+from simhash_pg.text.simhash import Fingerprinter
 
 __all__ = [
     "LONG_TEXT_FILES",
@@ -211,10 +211,3 @@ def score_pairs(
         failed=len(rows) - len(ok),
     )
 
-
-def evaluate(
-    schemes: Iterable[Any], directory: Path | str | None = None, *, short: bool = False
-) -> dict[str, PairScores]:
-    """Scores per scheme spec, for comparing configurations."""
-    es = load_eval(directory, short=short)
-    return {str(s): score_pairs(Fingerprinter(s), es) for s in schemes}

@@ -40,7 +40,9 @@ import click
 import numpy as np
 import numpy.typing as npt
 
-from simhash_pg.bench._scratch import scratch_dsn
+from lab.bench._scratch import scratch_dsn
+from lab.bench.timing import pct
+from simhash_pg.bits import BLOCK_SHIFTS, to_signed_array
 
 __all__ = [
     "CandidateStats",
@@ -65,7 +67,6 @@ U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 
 _ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
-_BLOCK_SHIFTS = (48, 32, 16, 0)  # b0..b3, DESIGN.md
 
 
 # -- data -----------------------------------------------------------------
@@ -91,7 +92,7 @@ def skewed_fingerprints(
     fps = uniform_fingerprints(n, rng)
     hot = np.flatnonzero(rng.random(n) < hot_docs)
     n_values = max(1, round(65536 * hot_values))
-    for shift in _BLOCK_SHIFTS:
+    for shift in BLOCK_SHIFTS:
         values = rng.choice(65536, size=n_values, replace=False).astype(np.uint64)
         picked = values[rng.integers(0, n_values, size=hot.size)]
         keep = _ALL_ONES ^ (np.uint64(0xFFFF) << np.uint64(shift))
@@ -163,10 +164,6 @@ def exact_neighbours(stored: U64, queries: U64, k: int) -> list[I64]:
     ]
 
 
-def _signed(fps: U64) -> I64:
-    return np.asarray(fps, dtype=np.uint64).view(np.int64)
-
-
 # -- server and loads -----------------------------------------------------
 @contextlib.contextmanager
 def throwaway_server(dbname: str = "bench", *, small: bool = False) -> Iterator[str]:
@@ -175,12 +172,11 @@ def throwaway_server(dbname: str = "bench", *, small: bool = False) -> Iterator[
         yield url
 
 
-_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8
-_COPY_TRAILER = b"\xff\xff"
-
-
 def _binary_rows(ids: I64, fps: U64, *, as_bit: bool) -> bytes:
     """COPY BINARY rows (id bigint, fingerprint bigint | bit(64)), built by NumPy."""
+    # The binary COPY framing is the store's; only the rows differ here.
+    from simhash_pg.store import _PGCOPY_HEADER, _PGCOPY_TRAILER
+
     fields: list[tuple[str, str]] = [("n", ">i2"), ("l1", ">i4"), ("id", ">i8"), ("l2", ">i4")]
     if as_bit:
         fields.append(("bitlen", ">i4"))  # bit's binary form: length, then the bytes
@@ -193,7 +189,7 @@ def _binary_rows(ids: I64, fps: U64, *, as_bit: bool) -> bytes:
     if as_bit:
         rows["bitlen"] = 64
     rows["v"] = fps
-    return _COPY_HEADER + rows.tobytes() + _COPY_TRAILER
+    return _PGCOPY_HEADER + rows.tobytes() + _PGCOPY_TRAILER
 
 
 def copy_documents(conn: Any, fps: U64, *, table: str = "simhash_documents",
@@ -249,8 +245,7 @@ class Measurement:
 
     @property
     def p99(self) -> float:
-        xs = sorted(self.latencies_ms)
-        return xs[min(len(xs) - 1, round(0.99 * (len(xs) - 1)))]
+        return pct(self.latencies_ms, 99)
 
     @property
     def recall(self) -> float:
@@ -283,7 +278,7 @@ def measure_near(dsn: str, queries: U64, truth: Sequence[I64], k: int) -> Measur
     """``simhash_near`` latency (after one warm-up pass) and recall."""
     import psycopg
 
-    params = [(int(q), k) for q in _signed(queries)]
+    params = [(int(q), k) for q in to_signed_array(queries)]
     with psycopg.connect(dsn, autocommit=True) as conn:
         _time_queries(conn, _NEAR_SQL, params, k)  # warm-up: caches and prepared plans
         lat, res = _time_queries(conn, _NEAR_SQL, params, k)
@@ -357,7 +352,7 @@ def measure_hnsw(dsn: str, queries: U64, truth: Sequence[I64], k: int, *,
     """HNSW latency and recall within k at each ``hnsw.ef_search``."""
     import psycopg
 
-    params = [{"q": int(q), "n": limit} for q in _signed(queries)]
+    params = [{"q": int(q), "n": limit} for q in to_signed_array(queries)]
     out: list[Measurement] = []
     with psycopg.connect(dsn, autocommit=True) as conn:
         plan = "\n".join(
@@ -418,7 +413,7 @@ def candidates_per_query(dsn: str, queries: U64, k: int, *,
 
     if k > 15:
         raise ValueError("above k = 15 simhash_near scans the table: every row is a candidate")
-    signed = [int(q) for q in _signed(queries)]
+    signed = [int(q) for q in to_signed_array(queries)]
     counts: list[int] = []
     matches = 0
     with psycopg.connect(dsn, autocommit=True) as conn:

@@ -6,7 +6,7 @@ On the same texts and in the same run:
 - the ``zh-tfidf`` scheme and the default scheme, one core;
 - the PyPI ``simhash`` package, ``Simhash(features)``, on exactly the weighted
   features our ``zh-tfidf`` votes with, against our
-  :func:`~simhash_pg.fingerprint.fingerprint_features` of the same list;
+  :func:`~simhash_pg.text.simhash.fingerprint_features` of the same list;
 - bulk ``fingerprint_many`` on one core and on all cores.
 
 Texts: articles from ``../shared/eval`` cut or joined to about 1 KB and 10 KB
@@ -28,7 +28,7 @@ from typing import Any
 
 import click
 
-from simhash_pg.evaluation import default_eval_dir
+from lab.evaluation import default_eval_dir
 
 SIZES = {"1KB": 1024, "10KB": 10 * 1024}
 
@@ -56,7 +56,7 @@ def _corpus(lang: str, eval_dir: Path) -> list[str] | None:
 
 def _generated(lang: str, rng: random.Random) -> list[str]:
     if lang == "zh":
-        from simhash_pg.features import import_jieba
+        from simhash_pg.text.features import import_jieba
 
         jieba = import_jieba()
 
@@ -123,7 +123,7 @@ def run(
     import logging
     import warnings
 
-    from simhash_pg.features import clear_caches, import_jieba
+    from simhash_pg.text.features import clear_caches, import_jieba
 
     jieba = import_jieba()
     logging.getLogger("jieba").setLevel(logging.WARNING)
@@ -131,9 +131,10 @@ def run(
         warnings.simplefilter("ignore", DeprecationWarning)  # its old regex literals
         import simhash as pypi_simhash
 
-    from simhash_pg.fingerprint import Fingerprinter, _cpu_count, fingerprint_features
+    from simhash_pg.text.simhash import Fingerprinter, fingerprint_features
+    from simhash_pg.text.workers import cpu_count
 
-    ncores = workers or _cpu_count()
+    ncores = workers or cpu_count()
     sets = build_texts(docs, eval_dir)
     source = (
         "../shared/eval articles"

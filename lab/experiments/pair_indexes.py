@@ -2,7 +2,7 @@
 
 Figures in docs/scaling.md. Not part of the package; run from the repository:
 
-    uv run python docs/experiments/pair_indexes.py N [--skew] [--copy] [--home DIR]
+    uv run python -m lab.experiments.pair_indexes N [--skew] [--copy] [--home DIR]
         [--queries Q] [--no-highk] [--reuse]
 
 Written against revision 0003 (loads made (b_i, fingerprint) indexes); at
@@ -30,9 +30,10 @@ import time
 import numpy as np
 import psycopg
 
+from lab.bench._scratch import scratch_dsn
+from lab.bench.store import make_data, queries_for
+from lab.bench.timing import pct
 from simhash_pg import migrate
-from simhash_pg.bench._scratch import scratch_dsn
-from simhash_pg.bench.store import make_data, pct, queries_for
 from simhash_pg.bits import to_signed
 from simhash_pg.store import SimhashStore
 
@@ -170,7 +171,7 @@ def run(dsn: str, a: argparse.Namespace) -> None:
             for i in range(4):
                 conn.execute(NEW_IDX.format(t="docs_new", i=i, j=(i + 1) % 4))
             conn.execute("VACUUM (FREEZE, ANALYZE) docs_new")
-        elif ", b1, fingerprint" in conn.execute(
+        elif ", b1, fingerprint" in conn.execute(  # type: ignore[index]
                 "SELECT pg_get_indexdef('simhash_documents_b0_idx'::regclass)").fetchone()[0]:
             print("revision 0004: block indexes already (b_i, b_i+1, fingerprint)", flush=True)
         else:
@@ -212,9 +213,9 @@ def run(dsn: str, a: argparse.Namespace) -> None:
     for q in qs[:200]:
         res = {v: conn.execute(f"SELECT * FROM {names[v]}(%s, 3)", [q]).fetchall() for v in fns}
         base = res["old"]
-        for v, r in res.items():
-            if [x[0] for x in r] != [x[0] for x in base] and v != "old@new":
-                raise SystemExit(f"MISMATCH {v} q={q}: {r} vs {base}")
+        for v, rows in res.items():
+            if [x[0] for x in rows] != [x[0] for x in base] and v != "old@new":
+                raise SystemExit(f"MISMATCH {v} q={q}: {rows} vs {base}")
     print("exactness: all variants agree on 200 queries", flush=True)
 
     def latency(ks: int, qlist: list[int]) -> None:
@@ -270,7 +271,7 @@ def run(dsn: str, a: argparse.Namespace) -> None:
         if True:
             conn.execute(probe_fn("x_near_newtab", tnew))
             sn["newtab"] = "x_near_newtab"
-        times = {v: [] for v in sn}
+        times: dict[str, list[float]] = {v: [] for v in sn}
         for q in qx[:30]:
             for f in sn.values():
                 conn.execute(f"SELECT * FROM {f}(%s, %s)", [q, kx], prepare=True).fetchall()

@@ -17,14 +17,15 @@ import multiprocessing
 import os
 import statistics
 import time
-from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
 import click
 import numpy as np
 
-from simhash_pg.bench._scratch import scratch_dsn
+from lab.bench._scratch import scratch_dsn
+from lab.bench.timing import pct, timed_ms
+from simhash_pg.bits import BLOCK_SHIFTS
 
 VARIANTS: dict[str, str] = {
     # name -> index definition for block i, j = i + 1 mod 4 (adjacent is the
@@ -42,7 +43,7 @@ def make_data(n: int, seed: int, skew: bool) -> np.ndarray:
     if skew:
         hot = rng.integers(0, 65536, size=655, dtype=np.uint64)  # 1% of block values
         rows = rng.choice(n, size=n // 10, replace=False)
-        for shift in (48, 32, 16, 0):
+        for shift in BLOCK_SHIFTS:
             vals = hot[rng.integers(0, len(hot), size=len(rows))]
             mask = np.uint64(0xFFFF) << np.uint64(shift)
             fps[rows] = (fps[rows] & ~mask) | (vals << np.uint64(shift))
@@ -71,17 +72,6 @@ def queries_for(fps: np.ndarray, count: int, k: int, seed: int) -> list[int]:
             fp = int(rng.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
         out.append(fp)
     return out
-
-
-def pct(values: Sequence[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
-
-
-def timed_ms(func: Callable[[], Any]) -> float:
-    t = time.perf_counter()
-    func()
-    return (time.perf_counter() - t) * 1000
 
 
 def latency(store: Any, qs: list[int], k: int) -> tuple[float, float, float, float]:

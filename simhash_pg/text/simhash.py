@@ -5,10 +5,10 @@
     >>> 0 <= a < 2**64
     True
 
-How a fingerprint is made (DESIGN.md, steps 1-4):
+How a fingerprint is made (docs/design.md, "From text to fingerprint"):
 
-1. normalise the text (:mod:`simhash_pg.normalize`);
-2. extract weighted features under the scheme (:mod:`simhash_pg.features`);
+1. normalise the text (:mod:`simhash_pg.text.normalize`);
+2. extract weighted features under the scheme (:mod:`simhash_pg.text.features`);
 3. hash each distinct feature with xxh3_64 and a fixed seed;
 4. vote: for each of the 64 bit positions, add the feature's weight where its
    hash has a 1 and subtract it where it has a 0. The fingerprint bit is 1
@@ -25,10 +25,6 @@ every empty document a duplicate of every other.
 
 from __future__ import annotations
 
-import gc
-import multiprocessing as mp
-import os
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, overload
 
@@ -36,15 +32,15 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from simhash_pg.features import (
+from simhash_pg.text.features import (
     HASH_SEED,
     extract_hashed,
     extract_named,
     resolve_auto,
-    warm_up,
 )
-from simhash_pg.normalize import ensure_str, normalize
-from simhash_pg.schemes import Scheme, get_scheme
+from simhash_pg.text.normalize import ensure_str, normalize
+from simhash_pg.text.schemes import Scheme, get_scheme
+from simhash_pg.text.workers import parallel, pool_size
 
 T = TypeVar("T")
 
@@ -56,9 +52,6 @@ _SMALL_VOTE = 2048
 _BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little")
 _BYTE_BITS = _BYTE_BITS.astype(np.float64)
 _EXACT_LIMIT = float(2**52)
-# A batch below this many characters is not worth starting processes for.
-_PARALLEL_MIN_CHARS = 1 << 20
-_PARALLEL_MIN_DOCS = 64
 
 
 _NO_FEATURES = (
@@ -128,7 +121,7 @@ def fingerprint_features(features: Iterable[tuple[str, float]] | Mapping[str, fl
 class Fingerprinter:
     """Fingerprints texts under one scheme.
 
-    ``scheme`` is anything :func:`simhash_pg.schemes.get_scheme` accepts:
+    ``scheme`` is anything :func:`simhash_pg.text.schemes.get_scheme` accepts:
     None (the default), a name such as ``"chars:n=4"``, a dict or a Scheme.
     """
 
@@ -193,13 +186,10 @@ class Fingerprinter:
         no fingerprint.
         """
         items = list(texts)
-        if workers is not None and (isinstance(workers, bool) or workers < 1):
-            raise ValueError("workers must be None or an int >= 1")
-        n = workers if workers is not None else self._auto_workers(items)
-        n = min(n, len(items)) or 1
+        n = pool_size(workers, items)
         if n == 1:
             return [self._try_also(t, also) for t in items]
-        return _parallel(self, items, n, "none", also)
+        return parallel(self, items, n, "none", also)
 
     @overload
     def fingerprint_many(
@@ -241,84 +231,15 @@ class Fingerprinter:
         if on_error not in ("raise", "none"):
             raise ValueError("on_error must be 'raise' or 'none'")
         items = list(texts)
-        if workers is not None and (isinstance(workers, bool) or workers < 1):
-            raise ValueError("workers must be None or an int >= 1")
+        n = pool_size(workers, items)
         if on_error == "raise":
             for t in items:  # fail fast, before any work, with the plain message
                 ensure_str(t)
-        n = workers if workers is not None else self._auto_workers(items)
-        n = min(n, len(items)) or 1
         if n == 1:
             if on_error == "raise":
                 return [self.fingerprint(t) for t in items]
             return [self._try(t) for t in items]
-        return _parallel(self, items, n, on_error)
-
-    def _auto_workers(self, items: list[Any]) -> int:
-        if len(items) < _PARALLEL_MIN_DOCS:
-            return 1
-        size = sum(len(t) for t in items if isinstance(t, str))
-        return _cpu_count() if size >= _PARALLEL_MIN_CHARS else 1
-
-
-def _cpu_count() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
-
-
-# Set in the parent just before forking; forked workers read them from the
-# memory they inherit, so the texts are never pickled to them.
-_worker_fp: Fingerprinter | None = None
-_worker_items: list[Any] | None = None
-
-_Chunk = tuple[Scheme, "list[Any] | tuple[int, int]", str, "Callable[[str], Any] | None"]
-
-
-def _work(args: _Chunk) -> list[Any]:
-    scheme, chunk, on_error, also = args
-    if isinstance(chunk, tuple):  # forked: a slice of the inherited batch
-        assert _worker_items is not None
-        texts: list[Any] = _worker_items[chunk[0] : chunk[1]]
-    else:
-        texts = chunk
-    fp = _worker_fp if _worker_fp is not None and _worker_fp.scheme == scheme else None
-    if fp is None:  # spawned worker (no fork on this platform)
-        fp = Fingerprinter(scheme)
-    if also is not None:
-        return [fp._try_also(t, also) for t in texts]
-    if on_error == "raise":
-        return [fp.fingerprint(t) for t in texts]
-    return [fp._try(t) for t in texts]
-
-
-def _parallel(
-    fp: Fingerprinter, items: list[Any], n: int, on_error: str,
-    also: Callable[[str], Any] | None = None,
-) -> list[Any]:
-    global _worker_fp, _worker_items
-    # Load jieba, OpenCC and the regexes once, here, so forked workers inherit them.
-    warm_up(fp.scheme)
-    fork = sys.platform.startswith("linux")
-    ctx = mp.get_context("fork" if fork else None)
-    # Chunks of ~1/(4n) of the batch (by count) balance load without much IPC.
-    size = max(1, min(512, len(items) // (n * 4) or 1))
-    bounds = [(i, min(i + size, len(items))) for i in range(0, len(items), size)]
-    chunks: list[_Chunk] = [
-        (fp.scheme, b if fork else items[b[0] : b[1]], on_error, also) for b in bounds
-    ]
-    _worker_fp, _worker_items = fp, items
-    # Frozen objects are skipped by the children's garbage collector, which
-    # would otherwise write to (and so copy) every page of the inherited heap.
-    gc.freeze()
-    try:
-        with ctx.Pool(n) as pool:
-            parts = pool.map(_work, chunks, chunksize=1)
-    finally:
-        gc.unfreeze()
-        _worker_fp = _worker_items = None
-    return [x for part in parts for x in part]
-
+        return parallel(self, items, n, on_error)
 
 _default: dict[Scheme, Fingerprinter] = {}
 

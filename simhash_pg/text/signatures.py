@@ -8,7 +8,7 @@ stored beside the SimHash and matched by equality.
 How the signature is made (all of it is part of the definition; changing any
 step means a new :data:`SIGNATURE_VERSION`):
 
-1. normalise (:func:`simhash_pg.normalize.normalize`, same ``html``/``t2s``
+1. normalise (:func:`simhash_pg.text.normalize.normalize`, same ``html``/``t2s``
    as the store's scheme);
 2. split into sentences after 。！？!?；; and after ``.`` or ``…`` followed by a
    space (NFKC has already turned full-width ！？；. into ASCII);
@@ -31,8 +31,8 @@ import re
 import xxhash
 
 from simhash_pg.bits import to_signed
-from simhash_pg.normalize import normalize
-from simhash_pg.verify import alnum_only
+from simhash_pg.text.charclass import alnum_only
+from simhash_pg.text.normalize import normalize
 
 __all__ = [
     "DEFAULT_SENTENCES",

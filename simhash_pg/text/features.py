@@ -1,8 +1,11 @@
 """Weighted features of normalised text, one extractor per scheme.
 
-Every extractor takes *normalised* text (see :mod:`simhash_pg.normalize`) and
-returns parallel lists ``(features, hashes, weights)`` in no particular order;
-:mod:`simhash_pg.fingerprint` sorts them for display and votes the hashes.
+:data:`EXTRACTORS` maps each scheme name to its :class:`Extractor`. Every
+extractor takes *normalised* text (see :mod:`simhash_pg.text.normalize`) and
+gives the distinct features with their weights, in no particular order, as
+hashes (:func:`extract_hashed`) or by name (:func:`extract_named`);
+:mod:`simhash_pg.text.simhash` votes the hashes and sorts the names for
+display. A new scheme is one entry here and one in :mod:`.schemes`.
 
 Per-token Python work is kept to a dict lookup: each distinct token's hash and
 IDF are cached per process, so a corpus pays for hashing a word once.
@@ -10,15 +13,12 @@ IDF are cached per process, so a corpus pays for hashing a word once.
 
 from __future__ import annotations
 
-import itertools
 import logging
-import re
 import threading
-import unicodedata
 import warnings
 from collections import Counter
-from collections.abc import Iterable
-from functools import lru_cache
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +26,24 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from simhash_pg.schemes import Scheme
+from simhash_pg.text import charclass
+from simhash_pg.text.charclass import alnum_only, has_alnum, word_pattern
+from simhash_pg.text.normalize import _t2s
+from simhash_pg.text.schemes import Scheme
 
 __all__ = [
+    "EXTRACTORS",
     "HASH_SEED",
     "ArrayFeatures",
+    "Extractor",
+    "HashedFeatures",
     "chars_gram_hash",
     "clear_caches",
     "extract_hashed",
     "extract_named",
     "feature_hash",
     "resolve_auto",
-    "strip_to_alnum",
+    "warm_up",
 ]
 
 # Part of every scheme's definition (version 1): never change it.
@@ -47,6 +53,9 @@ HASH_SEED = 0x5348_5047_0000_0001
 ArrayFeatures = tuple[list[str], npt.NDArray[np.uint64], npt.NDArray[np.float64]]
 
 _xxh = xxhash.xxh3_64_intdigest
+
+# (hashes, weights) of the distinct features, any order.
+HashedFeatures = tuple[npt.NDArray[np.uint64], npt.NDArray[np.float64]]
 
 # Huge documents are tokenised in pieces of about this many characters, cut at
 # a space, so that memory stays bounded by the vocabulary, not the text.
@@ -59,40 +68,6 @@ def feature_hash(feature: str) -> int:
     return _xxh(feature.encode("utf-8"), HASH_SEED)
 
 
-# --------------------------------------------------------------------------
-# Character classes
-
-
-@lru_cache(maxsize=1)
-def _mark_class() -> str:
-    """A regex class body for all combining marks (Mn, Mc, Me).
-
-    Python's ``\\w`` leaves them out, which would cut Devanagari, Thai and
-    decomposed Latin words apart.
-    """
-    ranges: list[tuple[int, int]] = []
-    # Marks live only in planes 0-1 and in plane 14 (variation selectors);
-    # scanning just those is 8x quicker than all of Unicode.
-    for cp in itertools.chain(range(0x20000), range(0xE0000, 0xE1000)):
-        if unicodedata.category(chr(cp)) in ("Mn", "Mc", "Me"):
-            if ranges and ranges[-1][1] == cp - 1:
-                ranges[-1] = (ranges[-1][0], cp)
-            else:
-                ranges.append((cp, cp))
-    return "".join(
-        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
-        for a, b in ranges
-    )
-
-
-@lru_cache(maxsize=1)
-def _word_re() -> re.Pattern[str]:
-    return re.compile(rf"[\w{_mark_class()}]+")
-
-
-_ALNUM_RUN = re.compile(r"[^\W_]+")
-
-
 def resolve_auto(scheme: Scheme, text: str) -> Scheme:
     """The concrete scheme ``auto`` uses for this normalised text.
 
@@ -102,7 +77,7 @@ def resolve_auto(scheme: Scheme, text: str) -> Scheme:
     """
     if scheme.name != "auto":
         return scheme
-    return _concrete_chars(scheme, strip_to_alnum(text))
+    return _concrete_chars(scheme, alnum_only(text))
 
 
 def _chunks(text: str) -> Iterable[str]:
@@ -194,7 +169,7 @@ class _Jieba:
             self.hashes.clear()
         idf, median = self.idf, self.median_idf
         for tok in tokens:
-            if tok in _ZH_DROP or _ALNUM_RUN.search(tok) is None:
+            if tok in _ZH_DROP or not has_alnum(tok):
                 self.hashes[tok], self.idfs[tok] = 0, 0.0
             else:
                 self.hashes[tok], self.idfs[tok] = feature_hash(tok), idf.get(tok, median)
@@ -207,19 +182,6 @@ def clear_caches() -> None:
     if _Jieba._instance is not None:
         _Jieba._instance.hashes.clear()
         _Jieba._instance.idfs.clear()
-
-
-def warm_up(scheme: Scheme) -> None:
-    """Load what ``scheme`` needs (jieba: about 0.5-1 s) now, e.g. before forking."""
-    if scheme.name in ("zh-tfidf", "auto"):
-        _Jieba.get()
-    if scheme.name in ("words", "chars", "auto"):
-        _word_re()
-        _alnum_mark_re()
-    if scheme.t2s:
-        from simhash_pg.normalize import _t2s
-
-        _t2s("漢")
 
 
 def _zh_tfidf(text: str, scheme: Scheme) -> ArrayFeatures:
@@ -275,27 +237,11 @@ def _hashed(counts: Counter[str], weight: str) -> ArrayFeatures:
 
 
 def _words(text: str, scheme: Scheme) -> ArrayFeatures:
-    findall = (_ASCII_WORD if text.isascii() else _word_re()).findall
+    findall = word_pattern(text).findall
     counts: Counter[str] = Counter()
     for piece in _chunks(text):
         counts.update(findall(piece))
     return _hashed(counts, scheme.weight)
-
-
-_ASCII_WORD = re.compile(r"\w+")
-
-
-def strip_to_alnum(text: str) -> str:
-    """Only the letters, digits and combining marks of ``text`` (what ``chars`` shingles)."""
-    # ASCII has no marks, and the simple class is 2-4x faster. Pieces keep the
-    # list of matches small for huge texts.
-    findall = (_ALNUM_RUN if text.isascii() else _alnum_mark_re()).findall
-    return "".join(["".join(findall(piece)) for piece in _chunks(text)])
-
-
-@lru_cache(maxsize=1)
-def _alnum_mark_re() -> re.Pattern[str]:
-    return re.compile(rf"[^\W_]+|[{_mark_class()}]+")
 
 
 # chars: the hash of a shingle g of length L is
@@ -434,24 +380,77 @@ def _concrete_chars(scheme: Scheme, stripped: str) -> Scheme:
     return Scheme("chars", scheme.version, html=scheme.html, t2s=scheme.t2s, n=n, weight="binary")
 
 
-HashedFeatures = tuple[npt.NDArray[np.uint64], npt.NDArray[np.float64]]
+# --------------------------------------------------------------------------
+# the registry: scheme name -> extractor
+
+
+@dataclass(frozen=True)
+class Extractor:
+    """How one scheme turns normalised text into features.
+
+    hashed
+        (hashes, weights) of the distinct features: what the vote reads.
+    named
+        (feature, weight) pairs of the same features: what users look at.
+    warm_up
+        Load what it needs (dictionaries, patterns) now, e.g. before forking.
+    """
+
+    hashed: Callable[[str, Scheme], HashedFeatures]
+    named: Callable[[str, Scheme], list[tuple[str, float]]]
+    warm_up: Callable[[], object]
+
+
+def _tokens(extract: Callable[[str, Scheme], ArrayFeatures], warm: Callable[[], object]
+            ) -> Extractor:
+    """An extractor for schemes whose features are named tokens, hashed one by one."""
+
+    def hashed(text: str, scheme: Scheme) -> HashedFeatures:
+        _, hashes, weights = extract(text, scheme)
+        return hashes, weights
+
+    def named(text: str, scheme: Scheme) -> list[tuple[str, float]]:
+        feats, _, weights = extract(text, scheme)
+        return list(zip(feats, weights.tolist(), strict=True))
+
+    return Extractor(hashed, named, warm)
+
+
+def _shingles_hashed(text: str, scheme: Scheme) -> HashedFeatures:
+    stripped = alnum_only(text)
+    c = _concrete_chars(scheme, stripped)
+    return _chars_hashed(stripped, c.n, c.weight)
+
+
+def _shingles_named(text: str, scheme: Scheme) -> list[tuple[str, float]]:
+    stripped = alnum_only(text)
+    c = _concrete_chars(scheme, stripped)
+    return _chars_named(stripped, c.n, c.weight)
+
+
+_SHINGLES = Extractor(_shingles_hashed, _shingles_named, charclass.warm_up)
+
+# Every name in schemes.SCHEME_NAMES has an entry (a test checks it).
+EXTRACTORS: dict[str, Extractor] = {
+    "zh-tfidf": _tokens(_zh_tfidf, _Jieba.get),
+    "words": _tokens(_words, charclass.warm_up),
+    "chars": _SHINGLES,
+    "auto": _SHINGLES,  # chars, with n chosen per text by resolve_auto
+}
 
 
 def extract_hashed(text: str, scheme: Scheme) -> HashedFeatures:
     """(hashes, weights) of the distinct features of normalised ``text``."""
-    if scheme.name in ("chars", "auto"):
-        stripped = strip_to_alnum(text)
-        c = _concrete_chars(scheme, stripped)
-        return _chars_hashed(stripped, c.n, c.weight)
-    _, hashes, weights = (_zh_tfidf if scheme.name == "zh-tfidf" else _words)(text, scheme)
-    return hashes, weights
+    return EXTRACTORS[scheme.name].hashed(text, scheme)
 
 
 def extract_named(text: str, scheme: Scheme) -> list[tuple[str, float]]:
     """(feature, weight) pairs of normalised ``text``, in no particular order."""
-    if scheme.name in ("chars", "auto"):
-        stripped = strip_to_alnum(text)
-        c = _concrete_chars(scheme, stripped)
-        return _chars_named(stripped, c.n, c.weight)
-    feats, _, weights = (_zh_tfidf if scheme.name == "zh-tfidf" else _words)(text, scheme)
-    return list(zip(feats, weights.tolist(), strict=True))
+    return EXTRACTORS[scheme.name].named(text, scheme)
+
+
+def warm_up(scheme: Scheme) -> None:
+    """Load what ``scheme`` needs (jieba: about 0.5-1 s) now, e.g. before forking."""
+    EXTRACTORS[scheme.name].warm_up()
+    if scheme.t2s:
+        _t2s("漢")

@@ -2,9 +2,9 @@
 
 Figures in docs/scaling.md. Not part of the package; run from the repository:
 
-    uv run python docs/experiments/probe_forms.py --dsn DSN [--k 3,6,10] [--queries Q]
-    uv run python docs/experiments/probe_forms.py --n N [--skew] [--home DIR]
-    uv run python docs/experiments/probe_forms.py --dsn DSN --forms   # 0006's two forms
+    uv run python -m lab.experiments.probe_forms --dsn DSN [--k 3,6,10] [--queries Q]
+    uv run python -m lab.experiments.probe_forms --n N [--skew] [--home DIR]
+    uv run python -m lab.experiments.probe_forms --dsn DSN --forms   # 0006's two forms
 
 --forms times 0006's single-block and pair forms against each other instead
 (simhash.pair_probe_min_rows set per call): the crossover the size threshold
@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from simhash_pg.bench.store import make_data, pct, queries_for
+from lab.bench.store import make_data, queries_for
+from lab.bench.timing import pct
 from simhash_pg.bits import to_signed
 from simhash_pg.resources import read_sql
 
@@ -63,8 +64,8 @@ def main() -> None:
     if args.dsn:
         run(args.dsn, None, args)
         return
+    from lab.bench._scratch import scratch_dsn
     from simhash_pg import migrate
-    from simhash_pg.bench._scratch import scratch_dsn
     from simhash_pg.store import SimhashStore
 
     with scratch_dsn(None, home=args.home, keep=bool(args.home)) as dsn:

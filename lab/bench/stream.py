@@ -40,7 +40,8 @@ from typing import Any
 import click
 import numpy as np
 
-from simhash_pg.bench._scratch import scratch_dsn
+from lab.bench._scratch import scratch_dsn
+from lab.bench.timing import pct
 
 # Fingerprints already stored, for the stream's near-duplicates: set before
 # the clients are forked, so they share it without copying.
@@ -85,6 +86,9 @@ def _client(args: tuple[str, str, int, float, int, float, Any, Any]) -> None:
     from simhash_pg.store import SimhashStore
 
     asynchronous = path == "add async"
+    # This forked client patches the runtime's globals (the batch lock mode,
+    # the add statement). They should become parameters of the store's add
+    # and batch paths; that waits for the store's split (issue 13).
     locking.PIGEONHOLE_BATCHES = path != "add_many S"
     path = {"add async": "add", "add_many S": "add_many"}.get(path, path)
     add_sql = {True: store_mod._ADD,
@@ -151,11 +155,6 @@ def _prewarm(conn: Any) -> str:
     return f"pg_prewarm of {len(rels)} relations"
 
 
-def _pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
-
-
 def measure(dsn: str, path: str, clients: int, seconds: float, batch: int,
             dup_rate: float, seed: int) -> dict[bool, dict[str, Any]]:
     """Figures with the locks on (True) and off (False), interleaved in one run.
@@ -188,8 +187,8 @@ def measure(dsn: str, path: str, clients: int, seconds: float, batch: int,
         rate = sum(r[0][lock] / (sum(r[2][lock]) / 1000) for r in results if r[2][lock])
         figures[lock] = {
             "adds_s": rate,
-            "p50": _pct(lat, 50) if lat else float("nan"),
-            "p99": _pct(lat, 99) if lat else float("nan"),
+            "p50": pct(lat, 50) if lat else float("nan"),
+            "p99": pct(lat, 99) if lat else float("nan"),
             "dups": sum(r[1][lock] for r in results) / max(done, 1),
             "done": done,
         }
@@ -239,8 +238,8 @@ def _run(dsn: str, n: int, counts: list[int], seconds: float, batch: int, dup_ra
     global _STORED
     import psycopg
 
+    from lab.bench.store import make_data
     from simhash_pg import migrate
-    from simhash_pg.bench.store import make_data
     from simhash_pg.store import SimhashStore
 
     echo = click.echo
