@@ -40,6 +40,7 @@ from simhash_pg import verify as V
 from simhash_pg.bits import BLOCKS
 from simhash_pg.features import extract_hashed
 from simhash_pg.fingerprint import Fingerprinter
+from simhash_pg.overlap import overlap
 from simhash_pg.probes import block_bits, iter_flips, vote_with_margins
 from simhash_pg.signatures import sentence_signature_normalized
 
@@ -70,12 +71,15 @@ class Texts:
         return ((self.fp[:, None] >> shifts) & np.uint64(0xFFFF)).astype(np.int64)
 
 
-def compute_texts(texts: dict[str, str], scheme: Any = None) -> Texts:
+def compute_texts(texts: dict[str, str], scheme: Any = None,
+                  normalize: Callable[[str], str] | None = None) -> Texts:
+    """Everything a query needs of each text; ``normalize`` replaces the scheme's."""
     fper = Fingerprinter(scheme)
+    norm_fn = fper.normalize if normalize is None else normalize
     ids = sorted(texts)
     fps, margins, scale, vt, sig = [], [], [], [], []
     for i in ids:
-        norm = fper.normalize(texts[i])
+        norm = norm_fn(texts[i])
         h, w = extract_hashed(norm, fper.scheme)
         fp, m = vote_with_margins(h, w)
         fps.append(fp)
@@ -155,6 +159,7 @@ class Directed:
     lang: npt.NDArray[np.str_]
     kind: npt.NDArray[np.str_]
     edit: npt.NDArray[np.str_]
+    ovl: FloatA  # simhash_pg.overlap.overlap: the labelling rule on verification texts
 
     def ranks(self, t: Texts, pl: ProbeLists) -> IntA:
         """(P, 4): where c's block sits in q's probe list (TMAX: not listed)."""
@@ -165,20 +170,29 @@ class Directed:
 
 
 def directed(ps: Q.PairSet, t: Texts, mask: BoolA) -> Directed:
-    ia = np.array([t.pos[x] for x in ps.a])[mask]
-    ib = np.array([t.pos[x] for x in ps.b])[mask]
+    return directed_from([x for x, m in zip(ps.a, mask, strict=True) if m],
+                         [x for x, m in zip(ps.b, mask, strict=True) if m], t,
+                         ps.duplicate[mask], ps.lang[mask], ps.kind[mask], ps.edit[mask])
+
+
+def directed_from(a: Sequence[str], b: Sequence[str], t: Texts, dup: BoolA,
+                  lang: npt.NDArray[np.str_], kind: npt.NDArray[np.str_],
+                  edit: npt.NDArray[np.str_]) -> Directed:
+    """Pairs (a, b) as two directed look-ups each: a for b, then b for a."""
+    ia = np.array([t.pos[x] for x in a], dtype=np.int64)
+    ib = np.array([t.pos[x] for x in b], dtype=np.int64)
     dist = popcount(t.fp[ia] ^ t.fp[ib])
     both = list(zip(ia.tolist(), ib.tolist(), strict=True))
-    sig = np.array([t.sig[a] is not None and t.sig[a] == t.sig[b] for a, b in both])
-    sim = np.array([V.similarity(t.vtext[a], t.vtext[b]) for a, b in both])
-    thr = np.array([V.threshold_for(t.vtext[a], t.vtext[b]) for a, b in both])
+    sig = np.array([t.sig[x] is not None and t.sig[x] == t.sig[y] for x, y in both], dtype=bool)
+    sim = np.array([V.similarity(t.vtext[x], t.vtext[y]) for x, y in both])
+    thr = np.array([V.threshold_for(t.vtext[x], t.vtext[y]) for x, y in both])
+    ovl = np.array([overlap(t.vtext[x], t.vtext[y]) for x, y in both])
 
     def two(x: npt.NDArray[Any]) -> npt.NDArray[Any]:
         return np.concatenate([x, x])
 
-    return Directed(np.concatenate([ia, ib]), np.concatenate([ib, ia]), two(ps.duplicate[mask]),
-                    two(dist), two(sig), two(sim), two(thr), two(ps.lang[mask]),
-                    two(ps.kind[mask]), two(ps.edit[mask]))
+    return Directed(np.concatenate([ia, ib]), np.concatenate([ib, ia]), two(dup), two(dist),
+                    two(sig), two(sim), two(thr), two(lang), two(kind), two(edit), two(ovl))
 
 
 # --------------------------------------------------------------------------
