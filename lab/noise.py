@@ -26,8 +26,9 @@ The kinds (the issue's list of where a held-out set found misses and false hits)
 ``title_number``   a title with one number changed
 ``title_synonym``  a title with one word swapped for a synonym
 ``site_prefix``    two different titles of one category behind the same site
-                   prefix ("Exclusive: ", "独家：" ...), and a title with and
-                   without a prefix
+                   prefix ("Exclusive: ", "独家：" ...), two titles of one story
+                   (the eval's mined title pairs) behind the same prefix, and a
+                   title with and without a prefix
 """
 
 from __future__ import annotations
@@ -152,15 +153,21 @@ def _entities(text: str, rng: random.Random, lang: str, rate: float) -> str:
     return "".join(out)
 
 
+_PROTECTED = re.compile(r"<[^<>]*>|&#?\w+;")
+
+
 def _inline(par: str, rng: random.Random, lang: str, spans: int) -> str:
-    """Wrap a few phrases of a paragraph in inline tags (links, spans, bold)."""
+    """Wrap a few phrases of a paragraph in inline tags (links, spans, bold).
+
+    A phrase never starts, ends or cuts inside a tag or an entity already
+    there: the markup stays well-formed.
+    """
     for _ in range(spans):
         if len(par) < 12:
             break
         i = rng.randrange(0, len(par) - 8)
         j = min(len(par), i + rng.randint(3, 12 if lang == "zh" else 30))
-        # keep entities and tags whole: only wrap plain stretches
-        if any(c in par[i:j] for c in "&;<>"):
+        if any(m.start() < j and i < m.end() for m in _PROTECTED.finditer(par)):
             continue
         kind = rng.choice(["a", "span", "strong", "b", "font"])
         if kind == "a":
@@ -423,10 +430,20 @@ def generate(eval_dir: Path, per_kind: int = 150, seed: int = SEED) -> list[Nois
                     "\n", " ") if rng.random() < 0.5 else _inline(_entities(
                         t, rng, lang, 0.05), rng, lang, 1), True)
                 n_html += 1
+        # titles of one story told twice (the eval's mined title pairs), both
+        # behind the same prefix: the prefix's shared bigrams pull them together
+        title_text = {r["id"]: r["text"] for r in titles}
+        mined = [(title_text[q["a"]], title_text[q["b"]])
+                 for q in _jsonl(eval_dir / "pairs_short.jsonl")
+                 if q["kind"] == "real_mined" and q["a"] in title_text and q["b"] in title_text]
+        mined = rng.sample(mined, len(mined))
         for k, r in enumerate(tpick[: per_kind]):
             p = rng.choice(_PREFIX[lang])
             if k % 3 == 2:
                 add("site_prefix", "with and without", r["text"], p + r["text"], True)
+            elif k % 3 == 1 and mined:
+                ta, tb = mined.pop()
+                add("site_prefix", "one story, two titles", p + ta, p + tb, True)
             else:
                 o = rng.choice([x for x in tcat[_category(r)] if x["id"] != r["id"]])
                 add("site_prefix", "two titles", p + r["text"], p + o["text"], True)
