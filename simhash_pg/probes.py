@@ -1,6 +1,6 @@
 """Margin-ranked probes: the block values a near-duplicate's fingerprint most likely has.
 
-A SimHash bit is the sign of a weighted vote (:func:`simhash_pg.fingerprint.vote`).
+A SimHash bit is the sign of a weighted vote (:func:`simhash_pg.text.simhash.vote_with_margins`).
 Its *margin*, the vote before the sign, says how stable the bit is: a small
 edit moves every margin a little, so the bits that flip are mostly those whose
 margin is near zero. A query therefore need not probe every value within a
@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simhash_pg.bits import BLOCK_BITS, BLOCKS, check_fingerprint, raw_blocks
-from simhash_pg.fingerprint import _BYTE_BITS, _EXACT_LIMIT, _SMALL_VOTE, _WEIGHT_SCALE
+from simhash_pg.text.simhash import vote_with_margins  # re-exported: probes start from margins
 
 __all__ = [
     "COSTS",
@@ -61,40 +61,6 @@ _BLOCK_MASK = (1 << BLOCK_BITS) - 1
 _BLOCK_OFFSET = 1 << (BLOCK_BITS - 1)  # smallint holds block - 32768 (bits.py)
 # Bit positions of block b_i in the fingerprint: b0 = bits 48-63 ... b3 = bits 0-15.
 _BLOCK_SHIFT = tuple(BLOCK_BITS * (BLOCKS - 1 - i) for i in range(BLOCKS))
-
-
-def vote_with_margins(
-    hashes: Sequence[int] | npt.NDArray[np.uint64],
-    weights: Sequence[float] | npt.NDArray[np.float64],
-) -> tuple[int, npt.NDArray[np.int64]]:
-    """:func:`simhash_pg.fingerprint.vote` and the 64 vote margins, in one pass.
-
-    ``margins[j]`` is bit ``j``'s weighted sum before its sign, ``2 * ones -
-    total`` in units of 2**-16 (the weights' rounding step), an exact integer.
-    The fingerprint has bit ``j`` set exactly when ``margins[j] > 0`` (a margin
-    of 0 gives bit 0: vote's tie rule). Same checks and errors as ``vote``.
-    """
-    h = np.asarray(hashes, dtype=np.uint64)
-    w = np.asarray(weights, dtype=np.float64) * _WEIGHT_SCALE
-    np.rint(w, out=w)
-    if h.shape != w.shape or h.ndim != 1:
-        raise ValueError("hashes and weights must be 1-d and of equal length")
-    if not len(h):
-        raise ValueError("no features to vote with")
-    total = float(w.sum())
-    if not 0.0 <= total < _EXACT_LIMIT or float(w.min()) < 0.0:  # NaN fails too
-        raise ValueError("weights must be finite, >= 0 and total below 2**36")
-    by = np.ascontiguousarray(h, dtype="<u8").view(np.uint8).reshape(-1, 8)
-    if len(h) <= _SMALL_VOTE:
-        ones = w @ np.unpackbits(by, axis=1, bitorder="little")
-    else:
-        ones = np.empty(64, dtype=np.float64)
-        for k in range(8):
-            ones[8 * k : 8 * k + 8] = np.bincount(by[:, k], weights=w, minlength=256) @ _BYTE_BITS
-    # Integers below 2**53 on both sides: the float difference is exact.
-    margins = (2.0 * ones - total).astype(np.int64)
-    packed = np.packbits(margins > 0, bitorder="little")
-    return int.from_bytes(packed.tobytes(), "little"), margins
 
 
 Margins = Sequence[int] | npt.NDArray[np.integer]

@@ -21,8 +21,8 @@ pytestmark = pytest.mark.skipif(not (EVAL_DIR / "pairs.jsonl").exists(),
 
 sys.path.insert(0, str(ROOT))  # lab/ is beside the package, not installed
 from lab.noise import KINDS, generate, label, overlap  # noqa: E402
+from simhash_pg.text.visible import normalize_visible  # noqa: E402
 from simhash_pg.verify import alnum_only  # noqa: E402
-from simhash_pg.visible import normalize_visible  # noqa: E402
 
 
 def _sample(name: str, files: tuple[str, ...], k: int) -> list[tuple[str, str, dict[str, object]]]:

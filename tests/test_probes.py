@@ -8,8 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_pg.bits import blocks
-from simhash_pg.features import extract_hashed
-from simhash_pg.fingerprint import Fingerprinter, vote
 from simhash_pg.probes import (
     bit_costs,
     block_bits,
@@ -18,6 +16,8 @@ from simhash_pg.probes import (
     iter_flips,
     vote_with_margins,
 )
+from simhash_pg.text.features import extract_hashed
+from simhash_pg.text.simhash import Fingerprinter, vote
 
 ALL = 1 << 16
 _BITS = ((np.arange(ALL)[:, None] >> np.arange(16)) & 1).astype(np.int64)  # mask -> its bits

@@ -38,11 +38,11 @@ import numpy.typing as npt
 from simhash_pg import quality as Q
 from simhash_pg import verify as V
 from simhash_pg.bits import BLOCKS
-from simhash_pg.features import extract_hashed
-from simhash_pg.fingerprint import Fingerprinter
 from simhash_pg.overlap import OVERLAP_THRESHOLD, overlap
 from simhash_pg.probes import block_bits, iter_flips, vote_with_margins
-from simhash_pg.signatures import sentence_signature_normalized
+from simhash_pg.text.features import extract_hashed
+from simhash_pg.text.signatures import sentence_signature_normalized
+from simhash_pg.text.simhash import Fingerprinter
 
 TMAX = 64  # probe values listed per block (shared budgets may put 48 in one block)
 ROWS = 50_000_000

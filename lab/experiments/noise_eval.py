@@ -11,7 +11,7 @@ Run from the repository root (figures in ``lab/experiments/margin_probes.md``):
 Pairs come from :func:`lab.noise.generate` (built at run time, never stored),
 labelled by the eval set's rule. Each configuration is a pipeline, offline:
 
-- normalisation: the default scheme's, :func:`simhash_pg.visible.normalize_visible`
+- normalisation: the default scheme's, :func:`simhash_pg.text.visible.normalize_visible`
   (well-formed tags stripped, entities decoded), or the scheme option ``html=true``;
 - candidates: radius 11 (today's ``verify="all"``) or margin-ranked probes
   (T per block, Hamming cap), each OR the 3-sentence signature;
@@ -45,10 +45,10 @@ from lab.experiments.margin_probes import (
 from lab.noise import KINDS, SEED, NoisePair, generate
 from simhash_pg import quality as Q
 from simhash_pg import verify as V
-from simhash_pg.fingerprint import Fingerprinter
 from simhash_pg.overlap import OVERLAP_THRESHOLD
-from simhash_pg.schemes import Scheme
-from simhash_pg.visible import normalize_visible
+from simhash_pg.text.schemes import Scheme
+from simhash_pg.text.simhash import Fingerprinter
+from simhash_pg.text.visible import normalize_visible
 
 NORMALISERS: dict[str, Callable[[str], str] | None] = {
     "default": None,

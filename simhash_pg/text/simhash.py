@@ -44,7 +44,14 @@ from simhash_pg.text.workers import parallel, pool_size
 
 T = TypeVar("T")
 
-__all__ = ["Fingerprinter", "NoFeaturesError", "fingerprint", "fingerprint_features", "vote"]
+__all__ = [
+    "Fingerprinter",
+    "NoFeaturesError",
+    "fingerprint",
+    "fingerprint_features",
+    "vote",
+    "vote_with_margins",
+]
 
 _WEIGHT_SCALE = 1 << 16
 _SMALL_VOTE = 2048
@@ -64,13 +71,17 @@ class NoFeaturesError(ValueError):
     """The text has nothing to fingerprint (empty, white space, punctuation...)."""
 
 
-def vote(
+def vote_with_margins(
     hashes: Sequence[int] | npt.NDArray[np.uint64],
     weights: Sequence[float] | npt.NDArray[np.float64],
-) -> int:
-    """The SimHash of features given as 64-bit hashes and positive weights.
+) -> tuple[int, npt.NDArray[np.int64]]:
+    """The SimHash of features given as 64-bit hashes and positive weights, with its margins.
 
-    Tie rule: a bit whose weighted sum is exactly 0 is 0.
+    ``margins[j]`` is bit ``j``'s weighted sum before its sign (``+w`` where
+    the feature's hash has a 1, ``-w`` where it has a 0), in units of 2**-16.
+    Bit ``j`` is set exactly when ``margins[j] > 0``: a bit whose sum is
+    exactly 0 is 0. Small margins mark the bits that small edits flip
+    (:mod:`simhash_pg.probes` ranks probes by them).
 
     Weights are rounded to multiples of 2**-16 first. Every partial sum is
     then an integer below 2**53, which float64 holds exactly, so the result
@@ -99,8 +110,20 @@ def vote(
             hist = np.bincount(by[:, k], weights=w, minlength=256)
             ones[8 * k : 8 * k + 8] = hist @ _BYTE_BITS
     # Bit sum = (+w where 1) + (-w where 0) = 2 * ones - total: exact integers.
-    packed = np.packbits(2.0 * ones > total, bitorder="little")
-    return int.from_bytes(packed.tobytes(), "little")
+    margins = (2.0 * ones - total).astype(np.int64)
+    packed = np.packbits(margins > 0, bitorder="little")
+    return int.from_bytes(packed.tobytes(), "little"), margins
+
+
+def vote(
+    hashes: Sequence[int] | npt.NDArray[np.uint64],
+    weights: Sequence[float] | npt.NDArray[np.float64],
+) -> int:
+    """The SimHash of features given as 64-bit hashes and positive weights.
+
+    :func:`vote_with_margins` without the margins.
+    """
+    return vote_with_margins(hashes, weights)[0]
 
 
 def fingerprint_features(features: Iterable[tuple[str, float]] | Mapping[str, float]) -> int:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import html
 import re
 
-from simhash_pg.normalize import ensure_str, normalize
+from simhash_pg.text.normalize import ensure_str, normalize
 
 __all__ = ["normalize_visible", "strip_markup"]
 
@@ -49,5 +49,5 @@ def strip_markup(text: str) -> str:
 
 
 def normalize_visible(text: str, *, t2s: bool = True) -> str:
-    """:func:`simhash_pg.normalize.normalize` of the visible text (:func:`strip_markup`)."""
+    """:func:`simhash_pg.text.normalize.normalize` of the visible text (:func:`strip_markup`)."""
     return normalize(strip_markup(text), t2s=t2s)
