@@ -64,8 +64,9 @@ def upgrade(revision: str, dsn: str | None) -> None:
 def downgrade(revision: str, dsn: str | None, yes: bool) -> None:
     """Downgrade the schema to REVISION (default: base, which DROPS the tables).
 
-    A downgrade that destroys data (base; 0002 and below drop the
-    verification texts) says what and asks first.
+    A downgrade that destroys data (the verification texts below 0003, the
+    tables at base; docs/operations.md lists each revision's) says what and
+    asks first.
     """
     from simhash_pg import migrate
 
