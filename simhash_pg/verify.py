@@ -23,8 +23,9 @@ short, else 3. Both choices were measured against ``rapidfuzz.fuzz.ratio`` on
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable
-from typing import Literal, TypeVar
+from typing import Final, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -41,8 +42,10 @@ __all__ = [
     "SHORT_NGRAM",
     "SHORT_TEXT_CHARS",
     "SHORT_THRESHOLD",
+    "TEXT_LOST",
     "VERIFY_MODES",
     "Candidate",
+    "StoredText",
     "VerifyMode",
     "accept",
     "alnum_only",
@@ -171,6 +174,19 @@ VerifyMode = Literal["off", "short", "all"]
 VERIFY_MODES: tuple[VerifyMode, ...] = ("off", "short", "all")
 
 
+class _Lost(enum.Enum):
+    TEXT_LOST = "text lost"
+
+
+# A stored row whose verification data is gone: stored before revision 0003
+# made the columns, or before a downgrade past 0003 dropped them (the texts
+# are not kept, so they cannot be recomputed). Unlike None ("not kept: too
+# long for the mode, or a bare fingerprint"), it says nothing about length.
+TEXT_LOST: Final = _Lost.TEXT_LOST
+# What a stored row offers verification: its text, None or TEXT_LOST.
+StoredText = str | None | Literal[_Lost.TEXT_LOST]
+
+
 def _mode(mode: str) -> VerifyMode:
     if mode not in VERIFY_MODES:
         raise ValueError(f"verify mode must be one of {', '.join(VERIFY_MODES)}, got {mode!r}")
@@ -199,7 +215,7 @@ def query_k(query_norm: str, k: int, mode: VerifyMode = "short") -> int:
 
 def accept(
     query_norm: str,
-    candidate_norm: str | None,
+    candidate_norm: StoredText,
     distance: int,
     k: int,
     mode: VerifyMode = "short",
@@ -220,9 +236,14 @@ def accept(
     query cannot reach the threshold against it, and two long texts fall back
     to ``distance <= k``. The signature only counts under ``"all"``: unverified,
     it cost more precision than it gained recall (docs/quality.md).
+
+    ``candidate_norm`` :data:`TEXT_LOST` means the row's text is unknown (its
+    verification data was never stored or was dropped by a downgrade): the
+    fingerprint alone decides, ``distance <= k``, as under ``"off"``, so that
+    an identical text is still found.
     """
     m = _mode(mode)
-    if m == "off":
+    if m == "off" or candidate_norm is TEXT_LOST:
         return distance <= k
     if candidate_norm is None:
         return not is_short(query_norm) and distance <= k
@@ -238,8 +259,8 @@ def accept(
 
 
 T = TypeVar("T")
-# (payload, distance, candidate verification text or None, signature matched)
-Candidate = tuple[T, int, "str | None", bool]
+# (payload, distance, candidate verification text (or None, TEXT_LOST), signature matched)
+Candidate = tuple[T, int, StoredText, bool]
 
 
 def filter_candidates(
