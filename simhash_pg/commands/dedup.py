@@ -3,7 +3,9 @@
 Reads documents, adds them to the store with dedup on (against what is
 stored and within the input), and writes the unique documents, a duplicates
 report and a summary. Work is committed batch by batch, so Ctrl-C, --strict or
-a lost connection keep everything done so far, and a rerun resumes by key.
+a lost connection keep everything done so far, and a rerun resumes by key. A
+record the store cannot hold (a bad key) is skipped and reported like a
+malformed line.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from simhash_pg.commands._common import (
     store_options,
 )
 from simhash_pg.inputs import FORMATS, BadRecord, InputError, Record, read_inputs
+from simhash_pg.normalize import fix_surrogates
+from simhash_pg.textrules import check_key
 
 if TYPE_CHECKING:
     from simhash_pg.store import AddResult, SimhashStore
@@ -66,7 +70,11 @@ class Summary:
 
 
 class _Writer:
-    """Unique documents or report rows as JSON Lines, CSV or plain lines, by file name."""
+    """Unique documents or report rows as JSON Lines, CSV or plain lines, by file name.
+
+    Strings are written by the fingerprint's text rule (lone surrogates
+    become U+FFFD), so no record can stop a write halfway.
+    """
 
     def __init__(self, fh: IO[str], path: str, fields: Sequence[str]) -> None:
         self.fh = fh
@@ -81,11 +89,13 @@ class _Writer:
 
     def write(self, row: dict[str, Any]) -> None:
         if self.csv is not None:
-            self.csv.writerow(row)
+            self.csv.writerow({k: fix_surrogates(v) if isinstance(v, str) else v
+                               for k, v in row.items()})
         elif self.kind == "txt":
-            self.fh.write(" ".join(str(row.get("text", "")).split()) + "\n")
+            self.fh.write(fix_surrogates(" ".join(str(row.get("text", "")).split())) + "\n")
         else:
-            self.fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            # a lone surrogate in a dumped line can only come from a string in the row
+            self.fh.write(fix_surrogates(json.dumps(row, ensure_ascii=False)) + "\n")
 
 
 def run_dedup(
@@ -110,6 +120,11 @@ def run_dedup(
 
     def docs() -> Iterator[Doc]:
         for item in records:
+            if isinstance(item, Record):
+                try:
+                    check_key(item.key)  # the store's rule, checked before the batch
+                except ValueError as exc:
+                    item = BadRecord(item.where, str(exc))
             if isinstance(item, BadRecord):
                 summary.read += 1
                 summary.errors += 1
