@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 from simhash_pg import Doc, hamming, migrate
 from simhash_pg.bits import to_unsigned
-from simhash_pg.signatures import sentence_signature_signed
 from simhash_pg.store import SimhashStore
+from simhash_pg.text.signatures import sentence_signature_signed
 from simhash_pg.verify import TEXT_LOST, accept, verification_text
 
 EXE = shutil.which("simhash-pg", path=str(Path(sys.executable).parent)) or "simhash-pg"

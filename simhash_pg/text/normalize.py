@@ -27,7 +27,7 @@ import threading
 import unicodedata
 from typing import Any
 
-__all__ = ["ensure_str", "normalize", "strip_html"]
+__all__ = ["ensure_str", "fix_surrogates", "normalize", "strip_html"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0/C1 control characters that \s does not already cover.
@@ -51,7 +51,11 @@ def ensure_str(text: object) -> str:
     raise TypeError(f"expected a str, got {type(text).__name__}")
 
 
-def _fix_surrogates(text: str) -> str:
+def fix_surrogates(text: str) -> str:
+    """Rule 2: lone surrogates become U+FFFD, paired ones the character they encode.
+
+    Also the rule by which ``dedup`` writes texts to its output files.
+    """
     if _SURROGATE.search(text) is None:
         return text
     # UTF-16 with surrogatepass joins valid pairs; "replace" turns the lone
@@ -89,7 +93,7 @@ def _t2s(text: str) -> str:
 
 def normalize(text: str, *, html: bool = False, t2s: bool = False) -> str:
     """Normalise ``text`` by the rules in this module's docstring."""
-    text = _fix_surrogates(ensure_str(text))
+    text = fix_surrogates(ensure_str(text))
     if "\x00" in text:
         # Early, because C libraries below (OpenCC, lexbor) may stop at a NUL.
         text = text.replace("\x00", " ")

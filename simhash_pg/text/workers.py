@@ -11,8 +11,10 @@ from __future__ import annotations
 import gc
 import multiprocessing as mp
 import os
+import signal
 import sys
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from simhash_pg.text.features import warm_up
@@ -78,6 +80,26 @@ def _work(args: _Chunk) -> list[Any]:
     return [fp._try(t) for t in texts]
 
 
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+_MASKABLE = hasattr(signal, "pthread_sigmask")
+
+
+def _worker_signals() -> None:
+    """A worker ignores Ctrl-C and dies quietly of SIGTERM.
+
+    Ctrl-C reaches the whole process group: the parent decides (e.g. to
+    finish the batch, which needs the workers), and no worker prints a
+    KeyboardInterrupt traceback. SIGTERM (the process group terminated)
+    kills a worker without a traceback, and the parent gets
+    BrokenProcessPool instead of waiting forever. The parent blocked both
+    signals around the fork, so none lands before this runs.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if _MASKABLE:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+
+
 def parallel(
     fp: Fingerprinter, items: list[Any], n: int, on_error: str,
     also: Callable[[str], Any] | None = None,
@@ -99,8 +121,20 @@ def parallel(
     # would otherwise write to (and so copy) every page of the inherited heap.
     gc.freeze()
     try:
-        with ctx.Pool(n) as pool:
-            parts = pool.map(_work, chunks, chunksize=1)
+        # Not multiprocessing.Pool: its map waits forever for the chunk of a
+        # killed worker. The executor raises BrokenProcessPool instead, and
+        # shuts its workers down without signalling them.
+        with ProcessPoolExecutor(n, mp_context=ctx, initializer=_worker_signals) as pool:
+            # map submits every chunk, so the workers are forked here; the
+            # parent's handlers (e.g. the CLI's) must not run in them
+            old = (signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+                   if _MASKABLE else None)
+            try:
+                results = pool.map(_work, chunks)
+            finally:
+                if old is not None:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, old)
+            parts = list(results)
     finally:
         gc.unfreeze()
         _worker_fp = _worker_items = None
