@@ -9,12 +9,11 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from simhash_pg.bits import blocks, hamming, to_signed, to_unsigned
+from simhash_pg.text.schemes import Scheme
 
-# Eager, not lazy: the submodule simhash_pg.fingerprint shares the function's
-# name, and importing it (as the store does) would otherwise replace the
-# package attribute with the module. jieba and OpenCC still load on first use.
-from simhash_pg.fingerprint import Fingerprinter, NoFeaturesError, fingerprint
-from simhash_pg.schemes import Scheme
+# Eager: fingerprinting is what most users import the package for (NumPy and
+# xxhash only; jieba and OpenCC still load on first use).
+from simhash_pg.text.simhash import Fingerprinter, NoFeaturesError, fingerprint
 
 __version__ = "0.1.0"
 

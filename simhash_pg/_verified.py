@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from simhash_pg.normalize import normalize
-from simhash_pg.signatures import sentence_signature_normalized
+from simhash_pg.text.normalize import normalize
+from simhash_pg.text.signatures import sentence_signature_normalized
 from simhash_pg.verify import (
+    TEXT_LOST,
     VERIFY_MODES,
     VerifyMode,
     alnum_only,
@@ -37,15 +38,22 @@ __all__ = [
     "stronger",
 ]
 
-# Candidates within radius of each query, with what verification reads.
+# Candidates within radius of each query, with what verification reads. The
+# last column: the row's verification data was lost (stored before revision
+# 0003 added the columns, as simhash_meta's 'unverified_rows' records, see
+# sql/0003_verification.sql), so verify.accept judges it by distance alone.
 _NEAR = (
-    "SELECT n.query, n.id, n.key, n.distance, d.meta, d.verify_text, d.sentence_sig"
+    "SELECT n.query, n.id, n.key, n.distance, d.meta, d.verify_text, d.sentence_sig,"
+    " coalesce(d.verify_text IS NULL AND d.id <= (u.value->>'max_id')::bigint"
+    " AND d.created_at <= (u.value->>'stored_until')::timestamptz, false)"
     " FROM simhash_near_many(%s, %s) AS n JOIN simhash_documents d ON d.id = n.id"
+    " LEFT JOIN simhash_meta u ON u.name = 'unverified_rows'"
 )
-# Rows whose sentence signature equals a query's, whatever their distance.
+# Rows whose sentence signature equals a query's, whatever their distance
+# (never a lost row: it has no signature).
 _SIG = (
     "SELECT q.o::integer, d.id, d.key, simhash_hamming(d.fingerprint, q.fp), d.meta,"
-    " d.verify_text, d.sentence_sig"
+    " d.verify_text, d.sentence_sig, false"
     " FROM unnest(%s::bigint[], %s::bigint[]) WITH ORDINALITY AS q (fp, sig, o)"
     " JOIN simhash_documents d ON d.sentence_sig = q.sig"
 )
@@ -140,9 +148,9 @@ def candidates(
         found = sorted(rows[i].values(), key=lambda r: (r[2], r[0]))
         kept = filter_candidates(
             qt.text,
-            ((Candidate(id_, key, dist, meta), dist, vtext,
+            ((Candidate(id_, key, dist, meta), dist, TEXT_LOST if lost else vtext,
               qt.sig is not None and sig == qt.sig)
-             for id_, key, dist, meta, vtext, sig in found),
+             for id_, key, dist, meta, vtext, sig, lost in found),
             k, mode,
         )
         out.append([c for c, _ in kept])

@@ -2,7 +2,7 @@
 
 A fingerprint is an unsigned 64-bit int in Python. PostgreSQL stores it as a
 signed ``bigint`` (two's complement), and its four 16-bit blocks as
-``smallint`` values shifted by -32768 (DESIGN.md):
+``smallint`` values shifted by -32768 (docs/design.md, "Where the bits live"):
 
     b0 = bits 48-63, b1 = bits 32-47, b2 = bits 16-31, b3 = bits 0-15
 
@@ -19,6 +19,7 @@ import numpy.typing as npt
 __all__ = [
     "BLOCKS",
     "BLOCK_BITS",
+    "BLOCK_SHIFTS",
     "MAX_FINGERPRINT",
     "blocks",
     "blocks_array",
@@ -32,6 +33,8 @@ __all__ = [
 MAX_FINGERPRINT = (1 << 64) - 1
 BLOCKS = 4
 BLOCK_BITS = 16
+# Where each block starts: b0 = bits 48-63, b1 = bits 32-47, b2 = 16-31, b3 = 0-15.
+BLOCK_SHIFTS = (48, 32, 16, 0)
 _BLOCK_OFFSET = 1 << 15  # smallint holds block - 32768
 _SIGN = 1 << 63
 _WRAP = 1 << 64
@@ -105,7 +108,7 @@ def to_signed_list(fps: Iterable[int]) -> list[int]:
 def blocks_array(fps: npt.ArrayLike) -> npt.NDArray[np.int64]:
     """:func:`blocks` for many fingerprints: an (n, 4) array of the smallint values."""
     arr = np.asarray(fps, dtype=np.uint64)
-    shifts = np.array([48, 32, 16, 0], dtype=np.uint64)
+    shifts = np.array(BLOCK_SHIFTS, dtype=np.uint64)
     raw = (arr[:, None] >> shifts) & np.uint64(0xFFFF)
     return raw.astype(np.int64) - _BLOCK_OFFSET
 

@@ -8,16 +8,18 @@ Exit codes: 0 done, 1 done with skipped records, 2 usage error.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 import click
 
-# command name -> "module:attribute" of a click.Command
+# command name -> "module:attribute" of a click.Command. bench and eval live
+# in the repository's lab/ package, which a wheel does not ship.
 _COMMANDS: dict[str, str] = {
-    "bench": "simhash_pg.bench:bench",
+    "bench": "lab.bench:bench",
     "fingerprint": "simhash_pg.commands.fingerprint:command",
     "dedup": "simhash_pg.commands.dedup:command",
-    "eval": "simhash_pg.commands.eval:command",
+    "eval": "lab.eval.command:command",
     "demo": "simhash_pg.commands.demo:command",
     "add": "simhash_pg.commands.store_cmds:add",
     "near": "simhash_pg.commands.store_cmds:near",
@@ -39,11 +41,32 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy:
             module_name, attr = self.lazy[cmd_name].split(":")
-            cmd = getattr(importlib.import_module(module_name), attr)
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError as exc:
+                if exc.name is None or exc.name.split(".")[0] != "lab":
+                    raise
+                return _needs_checkout(cmd_name)
+            cmd = getattr(module, attr)
             if not isinstance(cmd, click.Command):
                 raise TypeError(f"{self.lazy[cmd_name]} is not a click command")
             return cmd
         return super().get_command(ctx, cmd_name)
+
+
+def _needs_checkout(name: str) -> click.Command:
+    """A stand-in for a lab command where lab/ is not importable (an installed wheel)."""
+
+    @click.command(name, add_help_option=False,
+                   context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+                   help="(lab/: run from a checkout of the repository)")
+    def missing() -> None:
+        click.echo(f"simhash-pg: error: 'simhash-pg {name}' needs the lab/ package, which "
+                   f"is not installed with simhash-pg; run from a checkout: "
+                   f"uv run simhash-pg {name} ...", err=True)
+        sys.exit(2)  # a usage error, as documented
+
+    return missing
 
 
 @click.group(cls=LazyGroup, lazy=_COMMANDS,

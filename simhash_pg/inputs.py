@@ -14,7 +14,9 @@ Formats, chosen from the file name unless given:
 - ``-``: standard input, ``lines`` unless the first line starts with ``{``
 
 A trailing ``.gz`` is decompressed. Bytes that are not UTF-8 make that record
-a :class:`BadRecord`; the rest of the file is still read.
+a :class:`BadRecord`, and so does a JSON escape that is not valid Unicode (a
+lone surrogate such as ``"\\udc80"``, in any field); the rest of the file is
+still read.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from simhash_pg.normalize import strip_html
+from simhash_pg.text.normalize import strip_html
+from simhash_pg.textrules import field_problem
 
 FORMATS = ("jsonl", "csv", "tsv", "lines")
 DOC_SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm")
@@ -142,6 +145,10 @@ def _from_json(line: str, where: str, text_field: str,
         return BadRecord(where, f"malformed JSON: {exc.msg} at column {exc.colno}")
     if not isinstance(obj, dict):
         return BadRecord(where, f"expected a JSON object, got {type(obj).__name__}")
+    # Only a \u escape makes a lone surrogate: most lines skip the walk.
+    problem = field_problem(obj) if "\\u" in line else None
+    if problem is not None:
+        return BadRecord(where, problem)
     return _from_fields(obj, where, text_field, key_field)
 
 

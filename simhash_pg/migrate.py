@@ -16,6 +16,8 @@ __all__ = [
     "check",
     "current",
     "downgrade",
+    "downgrade_losses",
+    "downgrade_losses_between",
     "libpq_dsn",
     "sqlalchemy_url",
     "upgrade",
@@ -94,6 +96,32 @@ def downgrade(dsn: str, revision: str = "base") -> None:
 
     with _connected(dsn) as (cfg, _):
         command.downgrade(cfg, revision)
+
+
+def downgrade_losses(dsn: str, revision: str = "base") -> list[tuple[str, str]]:
+    """What downgrading the database to ``revision`` destroys: (revision, description) per step.
+
+    Each revision file declares it (``downgrade_drops``); empty when nothing
+    is lost that a re-upgrade does not rebuild. :func:`downgrade` itself does
+    not ask: ``simhash-pg db downgrade`` does, from this list.
+    """
+    return downgrade_losses_between(current(dsn), revision)
+
+
+def downgrade_losses_between(upper: str | None, lower: str) -> list[tuple[str, str]]:
+    """As :func:`downgrade_losses`, from revision ``upper`` (None: an empty database).
+
+    An unknown or unreachable ``lower`` raises alembic's error rather than
+    answering "nothing": the caller must not downgrade without knowing.
+    """
+    from alembic.script import ScriptDirectory
+
+    if upper is None:
+        return []
+    script = ScriptDirectory.from_config(_config())
+    steps = script.iterate_revisions(upper, lower, select_for_downgrade=True)
+    return [(s.revision, s.module.downgrade_drops) for s in steps
+            if getattr(s.module, "downgrade_drops", None)]
 
 
 def current(dsn: str) -> str | None:

@@ -17,7 +17,10 @@ store at once. With ``migrate=False`` an outdated database is an error that
 says to run ``simhash-pg db upgrade``; the user then needs no DDL rights.
 
 Inputs: a ``str`` is always a document (fingerprinted with the store's
-scheme), an ``int`` is always an unsigned 64-bit fingerprint.
+scheme), an ``int`` is always an unsigned 64-bit fingerprint. Keys and meta
+are stored as given, so they must be valid UTF-8 without NUL, and a key at
+most ``textrules.MAX_KEY_BYTES`` (1,024) bytes of UTF-8: anything else is a
+ValueError naming the problem (an error result in ``add_many``).
 
 A store holds one connection and is not thread-safe: use one per thread.
 """
@@ -37,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, cast
 import psycopg
 from psycopg.types.json import Jsonb
 
-from simhash_pg import _verified, locking, migrate
+from simhash_pg import _verified, locking, migrate, textrules
 from simhash_pg.bits import (
     MAX_FINGERPRINT,
     check_fingerprint,
@@ -51,9 +54,9 @@ from simhash_pg.locking import LockTimeoutError
 from simhash_pg.verify import VERIFY_MODES, VerifyMode
 
 if TYPE_CHECKING:
-    from simhash_pg.fingerprint import Fingerprinter
     from simhash_pg.retention import PurgeResult
-    from simhash_pg.schemes import Scheme
+    from simhash_pg.text.schemes import Scheme
+    from simhash_pg.text.simhash import Fingerprinter
 
 __all__ = [
     "AddManyResult",
@@ -196,40 +199,10 @@ def _check_k(k: object) -> int:
     return k
 
 
-def _check_key(key: object) -> str | None:
-    if key is None:
-        return None
-    if not isinstance(key, str):
-        raise TypeError(f"key must be a str or None, got {type(key).__name__}")
-    if "\x00" in key:
-        raise ValueError("key contains a NUL character (\\x00), which PostgreSQL text cannot store")
-    return key
-
-
-def _has_nul(obj: Any) -> bool:
-    if isinstance(obj, str):
-        return "\x00" in obj
-    if isinstance(obj, Mapping):
-        return any(_has_nul(k) or _has_nul(v) for k, v in obj.items())
-    if isinstance(obj, (list, tuple)):
-        return any(_has_nul(v) for v in obj)
-    return False
-
-
-def _check_meta(meta: object) -> dict[str, Any] | None:
-    if meta is None:
-        return None
-    if not isinstance(meta, Mapping):
-        raise TypeError(f"meta must be a dict or None, got {type(meta).__name__}")
-    if _has_nul(meta):
-        raise ValueError(
-            "meta contains a NUL character (\\x00), which PostgreSQL jsonb cannot store"
-        )
-    try:
-        json.dumps(meta, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"meta is not JSON-serialisable: {exc}") from exc
-    return dict(meta)
+# Keys and meta are stored as given: their rules (a key's length limit in UTF-8
+# bytes, valid UTF-8, no NUL) live in textrules.py, shared with the CLI.
+_check_key = textrules.check_key
+_check_meta = textrules.check_meta
 
 
 def _where(dsn: str) -> str:
@@ -468,7 +441,7 @@ class SimhashStore:
             raise
 
     def _ensure_scheme(self, scheme: Scheme | Mapping[str, Any] | str | None) -> Scheme:
-        from simhash_pg.schemes import Scheme, get_scheme
+        from simhash_pg.text.schemes import Scheme, get_scheme
 
         wanted = get_scheme(scheme)
         row = self._conn.execute("SELECT value FROM simhash_meta WHERE name = 'scheme'").fetchone()
@@ -558,7 +531,7 @@ class SimhashStore:
     @property
     def fingerprinter(self) -> Fingerprinter:
         if self._fingerprinter is None:
-            from simhash_pg.fingerprint import Fingerprinter
+            from simhash_pg.text.simhash import Fingerprinter
 
             self._fingerprinter = Fingerprinter(self._scheme)
         return self._fingerprinter

@@ -7,7 +7,7 @@ only candidates whose *exact* similarity passes :data:`SHORT_THRESHOLD`. The
 same check can guard long texts too (:data:`LONG_K`, :data:`LONG_THRESHOLD`).
 
 The similarity is the Jaccard index of the sets of character n-grams of the
-*verification text*: the normalised text (:func:`simhash_pg.normalize.normalize`)
+*verification text*: the normalised text (:func:`simhash_pg.text.normalize.normalize`)
 with everything but letters, digits and combining marks removed, so spacing,
 punctuation and full-/half-width forms never count. n = 2 when either side is
 short, else 3. Both choices were measured against ``rapidfuzz.fuzz.ratio`` on
@@ -23,16 +23,15 @@ short, else 3. Both choices were measured against ``rapidfuzz.fuzz.ratio`` on
 
 from __future__ import annotations
 
-import re
-import unicodedata
+import enum
 from collections.abc import Iterable
-from functools import lru_cache
-from typing import Literal, TypeVar
+from typing import Final, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from simhash_pg.normalize import normalize
+from simhash_pg.text.charclass import alnum_only
+from simhash_pg.text.normalize import normalize
 
 __all__ = [
     "KEEP_TEXT_CHARS",
@@ -43,8 +42,10 @@ __all__ = [
     "SHORT_NGRAM",
     "SHORT_TEXT_CHARS",
     "SHORT_THRESHOLD",
+    "TEXT_LOST",
     "VERIFY_MODES",
     "Candidate",
+    "StoredText",
     "VerifyMode",
     "accept",
     "alnum_only",
@@ -85,38 +86,6 @@ LONG_THRESHOLD = 0.78
 KEEP_TEXT_CHARS = 2 * SHORT_TEXT_CHARS
 
 
-# Where Unicode has combining marks: planes 0, 1 and 14 (variation selectors).
-# Scanning only these builds the pattern in ~0.1 s instead of ~1 s; a test
-# checks that the whole code space has no mark outside them.
-MARK_PLANES = ((0, 0x20000), (0xE0000, 0xF0000))
-
-
-def mark_ranges(spans: tuple[tuple[int, int], ...] = MARK_PLANES) -> list[tuple[int, int]]:
-    """Inclusive code point ranges of general category M* within ``spans``."""
-    out: list[tuple[int, int]] = []
-    for lo, hi in spans:
-        start = -1
-        for cp in range(lo, hi + 1):
-            is_mark = cp < hi and unicodedata.category(chr(cp))[0] == "M"
-            if is_mark and start < 0:
-                start = cp
-            elif not is_mark and start >= 0:
-                out.append((start, cp - 1))
-                start = -1
-    return out
-
-
-@lru_cache(maxsize=1)
-def _strip_re() -> re.Pattern[str]:
-    # \w leaves combining marks out (they would cut Devanagari or Thai apart),
-    # and lets "_" in: remove everything except letters, digits and marks.
-    marks = "".join(
-        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
-        for a, b in mark_ranges()
-    )
-    return re.compile(rf"(?:[^\w{marks}]|_)+")
-
-
 def verification_text(text: str, *, html: bool = False, t2s: bool = True) -> str:
     """The text verification compares: normalised, letters, digits and marks only.
 
@@ -124,11 +93,6 @@ def verification_text(text: str, *, html: bool = False, t2s: bool = True) -> str
     what a store keeps per document when verification is on.
     """
     return alnum_only(normalize(text, html=html, t2s=t2s))
-
-
-def alnum_only(norm: str) -> str:
-    """``norm`` with everything but letters, digits and combining marks removed."""
-    return _strip_re().sub("", norm)
 
 
 def is_short(norm: str) -> bool:
@@ -210,6 +174,19 @@ VerifyMode = Literal["off", "short", "all"]
 VERIFY_MODES: tuple[VerifyMode, ...] = ("off", "short", "all")
 
 
+class _Lost(enum.Enum):
+    TEXT_LOST = "text lost"
+
+
+# A stored row whose verification data is gone: stored before revision 0003
+# made the columns, or before a downgrade past 0003 dropped them (the texts
+# are not kept, so they cannot be recomputed). Unlike None ("not kept: too
+# long for the mode, or a bare fingerprint"), it says nothing about length.
+TEXT_LOST: Final = _Lost.TEXT_LOST
+# What a stored row offers verification: its text, None or TEXT_LOST.
+StoredText = str | None | Literal[_Lost.TEXT_LOST]
+
+
 def _mode(mode: str) -> VerifyMode:
     if mode not in VERIFY_MODES:
         raise ValueError(f"verify mode must be one of {', '.join(VERIFY_MODES)}, got {mode!r}")
@@ -238,7 +215,7 @@ def query_k(query_norm: str, k: int, mode: VerifyMode = "short") -> int:
 
 def accept(
     query_norm: str,
-    candidate_norm: str | None,
+    candidate_norm: StoredText,
     distance: int,
     k: int,
     mode: VerifyMode = "short",
@@ -259,9 +236,14 @@ def accept(
     query cannot reach the threshold against it, and two long texts fall back
     to ``distance <= k``. The signature only counts under ``"all"``: unverified,
     it cost more precision than it gained recall (docs/quality.md).
+
+    ``candidate_norm`` :data:`TEXT_LOST` means the row's text is unknown (its
+    verification data was never stored or was dropped by a downgrade): the
+    fingerprint alone decides, ``distance <= k``, as under ``"off"``, so that
+    an identical text is still found.
     """
     m = _mode(mode)
-    if m == "off":
+    if m == "off" or candidate_norm is TEXT_LOST:
         return distance <= k
     if candidate_norm is None:
         return not is_short(query_norm) and distance <= k
@@ -277,8 +259,8 @@ def accept(
 
 
 T = TypeVar("T")
-# (payload, distance, candidate verification text or None, signature matched)
-Candidate = tuple[T, int, "str | None", bool]
+# (payload, distance, candidate verification text (or None, TEXT_LOST), signature matched)
+Candidate = tuple[T, int, StoredText, bool]
 
 
 def filter_candidates(

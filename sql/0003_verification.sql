@@ -17,3 +17,16 @@ ALTER TABLE simhash_documents ADD COLUMN verify_text text NULL;
 ALTER TABLE simhash_documents ADD COLUMN sentence_sig bigint NULL;
 CREATE INDEX simhash_documents_sentence_sig_idx ON simhash_documents (sentence_sig)
     WHERE sentence_sig IS NOT NULL;
+
+-- Rows already here (a store made before 0003, or one re-upgraded after a
+-- downgrade dropped these columns) have no verification data, and it cannot
+-- be recomputed: the texts themselves are not kept. Record which rows they
+-- are, ids up to max_id stored until now (both: ids start again after
+-- TRUNCATE ... RESTART IDENTITY), so that verification judges them by their
+-- fingerprint alone (simhash_pg.verify.TEXT_LOST) instead of rejecting a
+-- short text that is identical to one of them.
+DELETE FROM simhash_meta WHERE name = 'unverified_rows';
+INSERT INTO simhash_meta (name, value)
+SELECT 'unverified_rows', jsonb_build_object('max_id', max(id), 'stored_until', now())
+FROM simhash_documents
+HAVING count(*) > 0;

@@ -7,14 +7,13 @@ skip under ``SIMHASH_PG_TEST_DSN`` (an external server is not ours to kill).
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from simhash_pg.server import LocalServer, sized_settings
+from simhash_pg.server import LocalServer, sized_settings, temporary_home
 
 needs_own_server = pytest.mark.skipif(
     bool(os.environ.get("SIMHASH_PG_TEST_DSN")),
@@ -24,8 +23,7 @@ needs_own_server = pytest.mark.skipif(
 
 @contextmanager
 def throwaway_server() -> Iterator[LocalServer]:
-    home = Path(tempfile.mkdtemp(prefix="shpg-tw-"))
-    home.chmod(0o755)  # the server's own user must traverse it when we are root
+    home = temporary_home("shpg-tw-")
     bindir = os.environ.get("SIMHASH_PG_TEST_BINDIR") or None
     settings = sized_settings(small=True)
     settings.update(shared_buffers="32MB", fsync="on", max_connections="30")

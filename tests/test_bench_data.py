@@ -1,11 +1,11 @@
-"""The benchmark data generators (simhash_pg.bench.hnsw): no database needed."""
+"""The benchmark data generators (lab.bench.hnsw): no database needed."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from simhash_pg.bench.hnsw import (
+from lab.bench.hnsw import (
     exact_neighbours,
     planted_data,
     random_masks,

@@ -71,7 +71,7 @@ def test_array_variants(pairs: list[tuple[int, int]]) -> None:
 
 @given(u64)
 def test_pigeonhole_within_three_bits(fp: int) -> None:
-    # DESIGN.md: distance <= 3 implies one equal block; flip 3 bits in 3 blocks.
+    # docs/design.md: distance <= 3 implies one equal block; flip 3 bits in 3 blocks.
     other = fp ^ (1 << 3) ^ (1 << 20) ^ (1 << 40)
     assert hamming(fp, other) == 3
     assert sum(x == y for x, y in zip(blocks(fp), blocks(other), strict=True)) >= 1

@@ -179,7 +179,7 @@ def test_writer_lock_takes_blocks_and_keys_and_bounds_the_wait(pg: psycopg.Conne
 
 
 def test_stream_bench_measures_locks_on_and_off(pg_dsn: str) -> None:
-    from simhash_pg.bench import stream as bench
+    from lab.bench import stream as bench
 
     SimhashStore(pg_dsn).close()
     with psycopg.connect(pg_dsn, autocommit=True) as conn:

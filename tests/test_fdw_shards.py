@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from simhash_pg.bench.hnsw import copy_documents, exact_neighbours, planted_data
+from lab.bench.hnsw import copy_documents, exact_neighbours, planted_data
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "scaling.md"
 N_SHARDS = 2
@@ -79,14 +78,13 @@ def _make_coordinator(dsn: str, shard_sockets: list[Path], *, near: bool) -> Non
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
     from simhash_pg import migrate
-    from simhash_pg.server import LocalServer, ServerError, sized_settings
+    from simhash_pg.server import LocalServer, ServerError, sized_settings, temporary_home
 
     bindir = os.environ.get("SIMHASH_PG_TEST_BINDIR") or None
     servers: list[LocalServer] = []
     try:
         for name in ("coord", *(f"shard{i}" for i in range(N_SHARDS))):
-            home = Path(tempfile.mkdtemp(prefix=f"shpg-fdw-{name}-"))
-            home.chmod(0o755)  # the server's own user must traverse it
+            home = temporary_home(f"shpg-fdw-{name}-")
             servers.append(LocalServer(home, bindir=Path(bindir) if bindir else None,
                                        settings=sized_settings(small=True)))
         try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import random
 import subprocess
 import sys
@@ -12,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import simhash_pg.features as features_mod
+import simhash_pg.text.features as features_mod
 from simhash_pg import hamming
-from simhash_pg.features import chars_gram_hash, extract_hashed, extract_named, feature_hash
-from simhash_pg.fingerprint import Fingerprinter, NoFeaturesError, fingerprint, vote
-from simhash_pg.normalize import normalize
-from simhash_pg.schemes import Scheme, get_scheme
+from simhash_pg.text.features import chars_gram_hash, extract_hashed, extract_named, feature_hash
+from simhash_pg.text.normalize import normalize
+from simhash_pg.text.schemes import SCHEME_NAMES, Scheme, get_scheme
+from simhash_pg.text.simhash import Fingerprinter, NoFeaturesError, fingerprint, vote
 
 ZH = "市图书馆从下个月起延长开放时间，工作日开放到晚上九点。馆方表示，新增的自习区有两百个座位。"
 EN = "The community pool will be closed for maintenance from Monday to Wednesday this week."
@@ -38,9 +37,8 @@ assert simhash_pg.Scheme().to_dict()["name"] == "auto"
 print(fp)
 """
 
-# Importing the submodule simhash_pg.fingerprint first makes the package
-# attribute "fingerprint" the module, not the function (Python sets it after
-# the submodule loads), unless simhash_pg/__init__.py imports it eagerly.
+# The package attribute "fingerprint" must be the function: a submodule of
+# that name (there was one) would replace it once imported.
 _SHADOWED = """
 from simhash_pg import Fingerprinter, fingerprint, hamming  # as issue 2 documents it
 assert callable(fingerprint), fingerprint
@@ -215,6 +213,12 @@ def test_schemes_differ() -> None:
     # auto on a long text is chars with n=5 and binary weights, by definition.
     assert fps.pop("auto") == fps["chars"]
     assert len(set(fps.values())) == len(fps)
+
+
+def test_every_scheme_has_an_extractor() -> None:
+    assert set(features_mod.EXTRACTORS) == set(SCHEME_NAMES)
+    for name in SCHEME_NAMES:
+        features_mod.warm_up(get_scheme(name))  # loads what the extractor needs
 
 
 # -------------------------------------------------------------------- vote
@@ -469,20 +473,8 @@ def test_array_of_hashes_accepted() -> None:
     assert vote(h, np.ones(3)) == vote([1, 2, 3], [1.0, 1.0, 1.0])
 
 
-def test_mark_scan_covers_every_combining_mark() -> None:
-    import sys
-    import unicodedata
-
-    marks = [
-        c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in ("Mn", "Mc", "Me")
-    ]
-    word = features_mod._word_re()
-    assert all(word.fullmatch("a" + chr(c)) for c in marks)
-    assert features_mod.strip_to_alnum("हिन्दी, naïve") == "हिन्दीnaïve"
-
-
 def test_fingerprint_features_matches_the_word_schemes() -> None:
-    from simhash_pg.fingerprint import fingerprint_features
+    from simhash_pg.text.simhash import fingerprint_features
 
     for spec, text in (("zh-tfidf", ZH), ("words", EN), ("zh-tfidf:top_n=3", ZH)):
         f = Fingerprinter(spec)
@@ -493,9 +485,7 @@ def test_fingerprint_features_matches_the_word_schemes() -> None:
 
 
 def test_worker_accepts_texts_or_a_slice_of_the_inherited_batch() -> None:
-    # the package attribute 'fingerprint' is the public function, so reach
-    # the submodule through importlib rather than `import ... as`
-    fpmod = importlib.import_module("simhash_pg.fingerprint")
+    from simhash_pg.text import workers as fpmod
 
     f = Fingerprinter()
     expected = [f.fingerprint(EN), None]

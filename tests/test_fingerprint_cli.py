@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from simhash_pg.bits import blocks, to_signed
 from simhash_pg.cli import cli
-from simhash_pg.fingerprint import fingerprint
+from simhash_pg.text.simhash import fingerprint
 
 ZH = "市图书馆从下个月起延长开放时间，工作日开放到晚上九点。"
 ZH_TRAD = "市圖書館從下個月起延長開放時間，工作日開放到晚上九點。"

@@ -8,9 +8,9 @@ import numpy as np
 import opencc
 import pytest
 
+from lab.evaluation import PairScores, auc, load_eval, score_pairs
 from simhash_pg.bits import hamming
-from simhash_pg.evaluation import PairScores, auc, load_eval, score_pairs
-from simhash_pg.fingerprint import Fingerprinter
+from simhash_pg.text.simhash import Fingerprinter
 
 EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
 
@@ -128,6 +128,6 @@ def test_distance_distributions_are_apart(scores: PairScores) -> None:
     non = scores.percentiles(False)
     assert dup[50] < non[5]
     assert dup[95] < non[50]
-    # DESIGN.md's pigeonhole search is exact up to k = 7 with block probing.
+    # The pigeonhole search (docs/design.md, "Probe forms") is exact up to k = 7 with block probing.
     recall, false_pos, negatives = scores.recall_fp(7)
     assert recall >= 0.7 and false_pos / negatives <= 0.02

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from simhash_pg.fingerprint import Fingerprinter
-from simhash_pg.schemes import Scheme
+from simhash_pg.text.schemes import Scheme
+from simhash_pg.text.simhash import Fingerprinter
 
 GOLDEN = Path(__file__).parent / "golden"
 TEXTS: dict[str, str] = json.loads((GOLDEN / "texts.json").read_text(encoding="utf-8"))
@@ -41,7 +41,7 @@ def test_golden(case: dict[str, Any]) -> None:
 
 _CHILD = """
 import json, sys
-from simhash_pg.fingerprint import Fingerprinter
+from simhash_pg.text.simhash import Fingerprinter
 texts = json.loads(sys.stdin.read())
 out = [[format(Fingerprinter(c["scheme"]).fingerprint(t), "016x") for t in texts.values()]
        for c in json.loads(open(sys.argv[1], encoding="utf-8").read())["schemes"]]

@@ -2,7 +2,7 @@
 
 Expected values are computed from the primitives (``fingerprint``,
 ``hamming``, ``verify``, the peers' own libraries) and counted by hand, not
-with simhash_pg.quality.
+with lab.quality.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from simhash_pg import quality as Q
+from lab import quality as Q
+from lab.evaluation import default_eval_dir
 from simhash_pg import verify as V
 from simhash_pg.bits import hamming
-from simhash_pg.evaluation import default_eval_dir
-from simhash_pg.fingerprint import fingerprint
+from simhash_pg.text.simhash import fingerprint
 
 # --------------------------------------------------------------------------
 # a tiny eval folder in the shared format

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_pg.bits import to_signed, to_unsigned
-from simhash_pg.signatures import (
+from simhash_pg.text.signatures import (
     MIN_SIGNATURE_CHARS,
     longest_sentences,
     sentence_signature,

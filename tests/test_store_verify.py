@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from simhash_pg import hamming
 from simhash_pg.bits import to_unsigned
-from simhash_pg.signatures import sentence_signature_signed
 from simhash_pg.store import Doc, SimhashStore
+from simhash_pg.text.signatures import sentence_signature_signed
 from simhash_pg.verify import SHORT_K, accept, verification_text
 
 HYPO = settings(

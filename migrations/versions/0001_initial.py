@@ -16,6 +16,13 @@ down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+# What downgrade() destroys, for `simhash-pg db downgrade` to ask about
+# (simhash_pg.migrate.downgrade_losses); None: nothing a re-upgrade does not rebuild.
+downgrade_drops: str | None = (
+    "the tables simhash_documents and simhash_meta: every stored row, key and link, "
+    "the recorded fingerprint scheme and verify mode"
+)
+
 
 def upgrade() -> None:
     run_sql("0001_schema.sql")

@@ -16,6 +16,10 @@ down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+# What downgrade() destroys, for `simhash-pg db downgrade` to ask about
+# (simhash_pg.migrate.downgrade_losses); None: nothing a re-upgrade does not rebuild.
+downgrade_drops: str | None = None
+
 
 def upgrade() -> None:
     run_sql("0004_pair_indexes.sql")

@@ -16,6 +16,13 @@ down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+# What downgrade() destroys, for `simhash-pg db downgrade` to ask about
+# (simhash_pg.migrate.downgrade_losses); None: nothing a re-upgrade does not rebuild.
+downgrade_drops: str | None = (
+    "the duplicate_of links that name rows a purge already removed (cleared: the "
+    "restored foreign key refuses them); every row itself is kept"
+)
+
 
 def upgrade() -> None:
     run_sql("0005_partitions.sql")

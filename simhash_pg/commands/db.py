@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from typing import cast
+
 import click
 
 _DSN = click.option(
@@ -56,14 +59,28 @@ def upgrade(revision: str, dsn: str | None) -> None:
 @db.command("downgrade")
 @click.argument("revision", default="base")
 @_DSN
-@click.option("--yes", is_flag=True, help="Do not ask; needed when stdin is not a terminal.")
+@click.option("--yes", is_flag=True,
+              help="Do not ask before destroying data; needed when stdin is not a terminal.")
 def downgrade(revision: str, dsn: str | None, yes: bool) -> None:
-    """Downgrade the schema to REVISION (default: base, which DROPS the tables)."""
+    """Downgrade the schema to REVISION (default: base, which DROPS the tables).
+
+    A downgrade that destroys data (the verification texts below 0003, the
+    tables at base; docs/operations.md lists each revision's) says what and
+    asks first.
+    """
     from simhash_pg import migrate
 
     target = _dsn(dsn)
-    if revision == "base" and not yes:
-        click.confirm("This drops the simhash tables and all their rows. Continue?", abort=True)
+    losses = cast("list[tuple[str, str]]",
+                  _run("downgrade", migrate.downgrade_losses, target, revision))
+    if losses and not yes:
+        what = "\n".join(f"- revision {rev}: {text}." for rev, text in losses)
+        told = f"Downgrading to {revision} destroys:\n{what}\n"
+        if sys.stdin is None or not sys.stdin.isatty():
+            raise click.ClickException(
+                f"{told}Nothing was changed: run again with --yes to go ahead."
+            )
+        click.confirm(f"{told}Continue?", abort=True)
     _run("downgrade", migrate.downgrade, target, revision)
     click.echo(f"schema at revision {migrate.current(target) or 'base (none)'}")
 

@@ -2,8 +2,10 @@
 
 Reads documents, adds them to the store with dedup on (against what is
 stored and within the input), and writes the unique documents, a duplicates
-report and a summary. Work is committed batch by batch, so Ctrl-C, --strict or
-a lost connection keep everything done so far, and a rerun resumes by key.
+report and a summary. Work is committed batch by batch, so Ctrl-C, SIGTERM,
+--strict or a lost connection keep everything done so far, and a rerun
+resumes by key. A record the store cannot hold (a bad key) is skipped and
+reported like a malformed line.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import BrokenExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,15 +25,18 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from simhash_pg.commands._common import (
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SKIPPED,
     EXIT_STOPPED,
+    StopRequested,
+    StopSignals,
     fail,
     open_store,
     store_options,
 )
 from simhash_pg.inputs import FORMATS, BadRecord, InputError, Record, read_inputs
+from simhash_pg.text.normalize import fix_surrogates
+from simhash_pg.textrules import check_key
 
 if TYPE_CHECKING:
     from simhash_pg.store import AddResult, SimhashStore
@@ -55,6 +61,7 @@ class Summary:
     seconds: float = 0.0
     last_committed: str | None = None
     stopped: str | None = None  # why the run ended early, if it did
+    interrupted: bool = False  # by a signal (or KeyboardInterrupt)
     pairs: list[tuple[Record, AddResult]] = field(default_factory=list)
     stored: dict[int, Record] = field(default_factory=dict)  # id -> record, with keep_pairs
 
@@ -66,7 +73,11 @@ class Summary:
 
 
 class _Writer:
-    """Unique documents or report rows as JSON Lines, CSV or plain lines, by file name."""
+    """Unique documents or report rows as JSON Lines, CSV or plain lines, by file name.
+
+    Strings are written by the fingerprint's text rule (lone surrogates
+    become U+FFFD), so no record can stop a write halfway.
+    """
 
     def __init__(self, fh: IO[str], path: str, fields: Sequence[str]) -> None:
         self.fh = fh
@@ -81,11 +92,13 @@ class _Writer:
 
     def write(self, row: dict[str, Any]) -> None:
         if self.csv is not None:
-            self.csv.writerow(row)
+            self.csv.writerow({k: fix_surrogates(v) if isinstance(v, str) else v
+                               for k, v in row.items()})
         elif self.kind == "txt":
-            self.fh.write(" ".join(str(row.get("text", "")).split()) + "\n")
+            self.fh.write(fix_surrogates(" ".join(str(row.get("text", "")).split())) + "\n")
         else:
-            self.fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            # a lone surrogate in a dumped line can only come from a string in the row
+            self.fh.write(fix_surrogates(json.dumps(row, ensure_ascii=False)) + "\n")
 
 
 def run_dedup(
@@ -101,15 +114,41 @@ def run_dedup(
     on_progress: Any = None,
     on_bad: Any = None,
     link: bool = False,
+    signals: StopSignals | None = None,
 ) -> Summary:
-    """Feed ``records`` through ``store.add_many`` and account for every one."""
+    """Feed ``records`` through ``store.add_many`` and account for every one.
+
+    After the first of ``signals`` the run reads no further record: the
+    documents in hand are committed as the last batch and their results
+    written. A second signal stops at once (the batch in flight is rolled back).
+    """
     from simhash_pg.store import Doc
 
     summary = Summary()
     pending: deque[Record] = deque()
 
+    def stop(why: str | None) -> bool:
+        if why is not None:
+            summary.stopped, summary.interrupted = why, True
+        return why is not None
+
     def docs() -> Iterator[Doc]:
-        for item in records:
+        it = iter(records)
+        while True:
+            if signals is not None and stop(signals.reason):
+                return
+            try:
+                item = next(it) if signals is None else signals.pull(it)
+            except StopIteration:
+                return
+            except StopRequested:  # while waiting for input, e.g. on stdin
+                stop(signals.reason if signals is not None else "interrupted")
+                return
+            if isinstance(item, Record):
+                try:
+                    check_key(item.key)  # the store's rule, checked before the batch
+                except ValueError as exc:
+                    item = BadRecord(item.where, str(exc))
             if isinstance(item, BadRecord):
                 summary.read += 1
                 summary.errors += 1
@@ -162,9 +201,14 @@ def run_dedup(
         store.add_many(docs(), dedup=True, batch_size=batch_size, workers=workers,
                        progress=on_batch, on_duplicate="link" if link else "skip")
     except KeyboardInterrupt:
-        summary.stopped = "interrupted"
+        stop((signals.reason if signals is not None else None) or "interrupted")
     except StrictStop as exc:
         summary.stopped = f"--strict: {exc}"
+    except BrokenExecutor as exc:
+        # a fingerprinting process was killed (SIGTERM to the process group,
+        # the OOM killer): this batch is not committed, the earlier ones are
+        if not stop(signals.reason if signals is not None else None):
+            summary.stopped = f"a fingerprinting process died: {exc}"
     except Exception as exc:
         # A lost connection or server error: what was committed stays, and
         # the caller reports where the run stopped instead of a traceback.
@@ -209,8 +253,9 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: str | None, k: int
     Each document is added with dedup on: a near-duplicate of a stored document,
     or of an earlier one in the input, is reported instead of stored. Reruns are
     idempotent by key. Exit codes: 0 done, 1 done with skipped records, 2 usage
-    error, 3 stopped early by --strict or an error, 130 interrupted; in every
-    case the batches committed so far stay stored.
+    error, 3 stopped early by --strict or an error, 130 interrupted (Ctrl-C),
+    143 terminated (SIGTERM); in every case the batches committed so far stay
+    stored. Ctrl-C or SIGTERM stops after the batch in hand; a second one at once.
     """
     for path in inputs:
         if path != "-" and not Path(path).exists():
@@ -221,30 +266,34 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: str | None, k: int
         if not quiet:
             click.echo(f"{where}: {reason} (skipped)", err=True)
 
-    with ExitStack() as stack:
-        store = stack.enter_context(open_store(dsn, scheme, k, verify))
-        out = report = None
-        if out_path:
-            fh = stack.enter_context(open(out_path, "w", encoding="utf-8", newline=""))
-            out = _Writer(fh, out_path, ("key", "text"))
-        if report_path:
-            fh = stack.enter_context(open(report_path, "w", encoding="utf-8", newline=""))
-            report = _Writer(fh, report_path, REPORT_FIELDS)
-        progress = stack.enter_context(_progress(enabled=not quiet and sys.stderr.isatty()))
-        try:
-            summary = run_dedup(store, records, out=out, report=report, strict=strict,
-                                batch_size=batch_size, workers=workers, link=link,
-                                on_progress=progress, on_bad=on_bad)
-        except InputError as exc:
-            fail(str(exc))
+    # Around the outputs and the summary too: a signal while they are flushed,
+    # closed or printed only asks for a stop that is under way.
+    with StopSignals() as signals:
+        with ExitStack() as stack:
+            store = stack.enter_context(open_store(dsn, scheme, k, verify))
+            out = report = None
+            if out_path:
+                fh = stack.enter_context(open(out_path, "w", encoding="utf-8", newline=""))
+                out = _Writer(fh, out_path, ("key", "text"))
+            if report_path:
+                fh = stack.enter_context(open(report_path, "w", encoding="utf-8", newline=""))
+                report = _Writer(fh, report_path, REPORT_FIELDS)
+            progress = stack.enter_context(_progress(enabled=not quiet and sys.stderr.isatty()))
+            try:
+                summary = run_dedup(store, records, out=out, report=report, strict=strict,
+                                    batch_size=batch_size, workers=workers, link=link,
+                                    on_progress=progress, on_bad=on_bad,
+                                    signals=signals)
+            except InputError as exc:
+                fail(str(exc))
 
-    click.echo(summary.line())
-    if summary.stopped:
-        where = summary.last_committed or "before the first batch"
-        click.echo(f"stopped ({summary.stopped}); committed through {where}. "
-                   f"Run the same command again to resume.", err=True)
-        sys.exit(EXIT_INTERRUPTED if summary.stopped == "interrupted" else EXIT_STOPPED)
-    sys.exit(EXIT_SKIPPED if summary.errors else EXIT_OK)
+        click.echo(summary.line())
+        if summary.stopped:
+            where = summary.last_committed or "before the first batch"
+            click.echo(f"stopped ({summary.stopped}); committed through {where}. "
+                       f"Run the same command again to resume.", err=True)
+            sys.exit(signals.exit_code if summary.interrupted else EXIT_STOPPED)
+        sys.exit(EXIT_SKIPPED if summary.errors else EXIT_OK)
 
 
 class _progress:

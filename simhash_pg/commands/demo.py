@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from simhash_pg.commands._common import fail, parse_scheme
+from simhash_pg.commands._common import fail, fresh_database, parse_scheme
 from simhash_pg.commands.dedup import Summary, run_dedup
 from simhash_pg.inputs import Record
 
@@ -31,20 +31,6 @@ def _records(rows: list[dict[str, object]]) -> Iterator[Record]:
     for row in rows:
         yield Record(text=str(row["text"]), key=f"sample:{row['id']}",
                      where=f"sample:{row['id']}", fields=row)
-
-
-def _fresh_demo_dsn() -> str:
-    import psycopg
-    from psycopg import sql
-
-    from simhash_pg.server import get_default_server
-
-    server = get_default_server()
-    server.start(dbname=None)
-    with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-                     .format(sql.Identifier(DEMO_DB)))
-    return server.start(dbname=DEMO_DB)
 
 
 def _kind(row: dict[str, object]) -> str:
@@ -130,7 +116,7 @@ def command(dsn: str | None, k: int, scheme: str | None, groups: int) -> None:
 
     rows = list(iter_sample())
     try:
-        target = dsn or _fresh_demo_dsn()
+        target = dsn or fresh_database(DEMO_DB)
         store = SimhashStore(target, scheme=parse_scheme(scheme), k=k)
     except Exception as exc:
         fail(f"cannot open the demo database: {exc}")

@@ -76,8 +76,8 @@ def command(
 ) -> None:
     """Print the 64-bit SimHash fingerprint of each text (no database needed)."""
     from simhash_pg.bits import blocks, hamming, to_signed
-    from simhash_pg.fingerprint import Fingerprinter, NoFeaturesError
     from simhash_pg.inputs import BadRecord, InputError, read_inputs
+    from simhash_pg.text.simhash import Fingerprinter, NoFeaturesError
 
     try:
         spec: Any = json.loads(scheme) if scheme and scheme.strip().startswith("{") else scheme

@@ -5,7 +5,7 @@ simhash_ensure_partitions and simhash_drop_partitions): see
 docs/operations.md. It makes the next days' partitions, drops the partitions
 wholly older than the window, then deletes what is left in batches. Safe to
 run while the store is in use, and to interrupt: every step commits on its
-own, and the next run goes on.
+own, and the next run goes on (exit code 130 after Ctrl-C, 143 after SIGTERM).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from datetime import timedelta
 
 import click
 
-from simhash_pg.commands._common import EXIT_INTERRUPTED, fail, open_store
+from simhash_pg.commands._common import StopSignals, fail, open_store
 
 
 def _age(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
@@ -43,7 +43,8 @@ def command(older_than: timedelta, batch_size: int, max_seconds: float | None, d
     """Delete documents older than the retention window (e.g. --older-than 2d)."""
     from simhash_pg import retention
 
-    with open_store(dsn, None, None) as store:
+    # SIGTERM stops it as Ctrl-C does: at once, since each batch is committed on its own
+    with StopSignals(graceful=False) as signals, open_store(dsn, None, None) as store:
         try:
             if dry_run:
                 cutoff, rows = retention.purge_candidates(store.connection, older_than)
@@ -57,7 +58,7 @@ def command(older_than: timedelta, batch_size: int, max_seconds: float | None, d
         except KeyboardInterrupt:
             click.echo("simhash-pg: interrupted; the batches deleted so far stay deleted",
                        err=True)
-            raise SystemExit(EXIT_INTERRUPTED) from None
+            raise SystemExit(signals.exit_code) from None
         except Exception as exc:
             if type(exc).__module__.startswith("psycopg"):
                 fail(f"purge stopped: {str(exc).strip()}", 3)

@@ -1,0 +1,23 @@
+"""``simhash-pg bench ...``: benchmarks that print their figures.
+
+Speed targets live here, never in timed tests: machines are shared and noisy,
+so every figure is reported next to a baseline measured in the same run.
+"""
+
+from __future__ import annotations
+
+import click
+
+from simhash_pg.cli import LazyGroup
+
+_BENCHES = {
+    "fingerprint": "lab.bench.fingerprint:command",
+    "store": "lab.bench.store:command",
+    "hnsw": "lab.bench.hnsw:command",
+    "stream": "lab.bench.stream:command",
+}
+
+
+@click.group(cls=LazyGroup, lazy=_BENCHES)
+def bench() -> None:
+    """Benchmarks: each prints its figures and a same-run baseline."""

@@ -1,0 +1,1 @@
+"""``simhash-pg eval``: the run (:mod:`.run`), its tables (:mod:`.render`), the command."""

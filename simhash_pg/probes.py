@@ -1,0 +1,155 @@
+"""Margin-ranked probes: the block values a near-duplicate's fingerprint most likely has.
+
+A SimHash bit is the sign of a weighted vote (:func:`simhash_pg.text.simhash.vote_with_margins`).
+Its *margin*, the vote before the sign, says how stable the bit is: a small
+edit moves every margin a little, so the bits that flip are mostly those whose
+margin is near zero. A query therefore need not probe every value within a
+Hamming radius of its blocks: it can probe, per 16-bit block, the few values
+reached by flipping its least stable bits.
+
+The probe set of a block, for a budget of ``t`` values:
+
+1. every bit ``j`` of the block costs ``m_j ** 2`` (``cost="squared"``; the
+   log-odds of a flip under Gaussian noise on the margin grow like ``m**2``)
+   or ``|m_j|`` (``cost="absolute"``), as exact Python ints;
+2. a subset of the block's 16 bits costs the sum of its bits' costs; the
+   ``t`` cheapest subsets, flipped in the block, are its probe values. The
+   empty subset (the block itself) costs 0 and always comes first;
+3. ties (equal cost) go to fewer flipped bits, then by the subset's mask in
+   *rank space*: the block's bits sorted by (cost, bit position), the cheapest
+   bit weighing 1, the next 2, and so on. So the set is a deterministic
+   function of the margins and ``t``, never of hashing or platform.
+
+The subsets come from a best-first walk of the tree in which a subset's
+children extend it with the next-ranked bit or move its last bit one rank up
+(each subset has exactly one parent, and a child's key is never below its
+parent's): ``O(t log t)`` per block instead of all 65,536 subsets.
+
+Blocks follow :mod:`simhash_pg.bits`: ``b0`` holds bits 48-63 of the unsigned
+fingerprint, ``b3`` bits 0-15, and probe values are returned as the
+``smallint`` column values (``block - 32768``). ``margins[j]`` belongs to bit
+``j`` (bit 0 the least significant), as :func:`vote_with_margins` returns them.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Sequence
+from itertools import islice
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from simhash_pg.bits import BLOCK_BITS, BLOCKS, check_fingerprint, raw_blocks
+from simhash_pg.text.simhash import vote_with_margins  # re-exported: probes start from margins
+
+__all__ = [
+    "COSTS",
+    "BitCost",
+    "bit_costs",
+    "block_bits",
+    "block_probes",
+    "cheapest_flips",
+    "iter_flips",
+    "vote_with_margins",
+]
+
+BitCost = Literal["squared", "absolute"]
+COSTS: tuple[BitCost, ...] = ("squared", "absolute")
+_BLOCK_MASK = (1 << BLOCK_BITS) - 1
+_BLOCK_OFFSET = 1 << (BLOCK_BITS - 1)  # smallint holds block - 32768 (bits.py)
+# Bit positions of block b_i in the fingerprint: b0 = bits 48-63 ... b3 = bits 0-15.
+_BLOCK_SHIFT = tuple(BLOCK_BITS * (BLOCKS - 1 - i) for i in range(BLOCKS))
+
+
+Margins = Sequence[int] | npt.NDArray[np.integer]
+
+
+def bit_costs(margins: Margins, cost: BitCost = "squared") -> list[int]:
+    """The exact cost of flipping each bit: ``m**2`` or ``|m|`` (Python ints, no overflow)."""
+    if cost not in COSTS:
+        raise ValueError(f"cost must be one of {', '.join(COSTS)}, got {cost!r}")
+    ms = [int(m) for m in margins]
+    return [m * m for m in ms] if cost == "squared" else [abs(m) for m in ms]
+
+
+def block_bits(i: int) -> range:
+    """Fingerprint bit positions of block ``b_i`` (``b0``: 48..63), least significant first."""
+    if not 0 <= i < BLOCKS:
+        raise ValueError(f"block index must be 0..{BLOCKS - 1}, got {i}")
+    return range(_BLOCK_SHIFT[i], _BLOCK_SHIFT[i] + BLOCK_BITS)
+
+
+def iter_flips(costs: Sequence[float]) -> Iterator[tuple[float, int]]:
+    """Every subset of ``len(costs)`` bits as ``(cost, mask)``, cheapest first.
+
+    ``costs[j]`` is bit ``j``'s cost (>= 0); a subset costs the sum of its
+    bits' costs; ties by the module's rule (fewer bits, then the rank-space
+    mask). Lazy: taking ``t`` items costs ``O(t log t)`` after one sort.
+    """
+    n = len(costs)
+    if any(not c >= 0 for c in costs):  # NaN fails too
+        raise ValueError("bit costs must be >= 0")
+    order = sorted(range(n), key=lambda j: (costs[j], j))  # rank -> bit position
+    c = [costs[j] for j in order]
+    yield 0, 0
+    if not n:
+        return
+    # Heap items: (cost, size, rank mask, last rank, bit mask). The key
+    # (cost, size, rank mask) is strictly larger in each child than in its
+    # parent, so popping in key order lists every subset once, in order.
+    heap: list[tuple[float, int, int, int, int]] = [(c[0], 1, 1, 0, 1 << order[0])]
+    while heap:
+        cost, size, rmask, last, mask = heapq.heappop(heap)
+        yield cost, mask
+        nxt = last + 1
+        if nxt < n:
+            bit = 1 << order[nxt]
+            # extend with the next-ranked bit
+            heapq.heappush(heap, (cost + c[nxt], size + 1, rmask | 1 << nxt, nxt, mask | bit))
+            # move the last bit one rank up
+            heapq.heappush(
+                heap,
+                (cost - c[last] + c[nxt], size, rmask ^ (1 << last) ^ (1 << nxt), nxt,
+                 mask ^ (1 << order[last]) ^ bit),
+            )
+
+
+def cheapest_flips(costs: Sequence[float], t: int) -> list[int]:
+    """Masks of the ``t`` cheapest subsets of the bits (see :func:`iter_flips`); 0 first."""
+    if isinstance(t, bool) or not isinstance(t, int) or t < 0:
+        raise ValueError(f"the probe budget must be an int >= 0, got {t!r}")
+    return [mask for _, mask in islice(iter_flips(costs), t)]
+
+
+def block_probes(
+    fp: int,
+    margins: Margins,
+    t: int | Sequence[int],
+    cost: BitCost = "squared",
+) -> tuple[list[int], list[int], list[int], list[int]]:
+    """The probe values of ``b0..b3`` (smallint column values), cheapest first.
+
+    ``t`` is the budget per block, or four budgets (one per block). The first
+    value of each block is the fingerprint's own block value; the others are
+    it with the cheapest subsets of the block's bits flipped.
+    """
+    if len(margins) != BLOCKS * BLOCK_BITS:
+        raise ValueError(f"expected {BLOCKS * BLOCK_BITS} margins, got {len(margins)}")
+    budgets = [t] * BLOCKS if isinstance(t, int) else list(t)
+    if len(budgets) != BLOCKS:
+        raise ValueError(f"expected one budget or {BLOCKS}, got {len(budgets)}")
+    value = check_fingerprint(fp)
+    signs = np.packbits(np.asarray(margins) > 0, bitorder="little")
+    if int.from_bytes(signs.tobytes(), "little") != value:
+        raise ValueError("margins do not belong to this fingerprint: bit j must be set "
+                         "exactly where margins[j] > 0")
+    costs = bit_costs(margins, cost)
+    values = raw_blocks(value)
+    out: list[list[int]] = []
+    for i in range(BLOCKS):
+        lo = _BLOCK_SHIFT[i]
+        masks = cheapest_flips(costs[lo : lo + BLOCK_BITS], budgets[i])
+        out.append([(values[i] ^ m) - _BLOCK_OFFSET for m in masks])
+    return out[0], out[1], out[2], out[3]

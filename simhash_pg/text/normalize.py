@@ -1,0 +1,114 @@
+"""Text normalisation, the first step of every fingerprint scheme.
+
+The rules, in order (each one is part of the scheme's definition, so changing
+any of them needs a new scheme version):
+
+1. Input must be a ``str``; anything else is a :class:`TypeError`.
+2. Lone surrogates (code points U+D800..U+DFFF that do not form a pair, e.g.
+   from ``surrogateescape`` decoding) become U+FFFD, which no scheme treats as
+   part of a word, so they are dropped. A *paired* surrogate written as two
+   code units is joined into the character it encodes.
+3. NUL and the other C0/C1 control characters count as white space.
+4. Optional (``html=True``): markup is removed with selectolax, entities are
+   decoded, ``<script>``/``<style>`` content is dropped, and block elements
+   separate words.
+5. Unicode NFKC (full-width letters, digits and punctuation become their
+   ordinary forms, ligatures and compatibility ideographs are unfolded), then
+   ``str.casefold`` (stronger than ``lower``: ß -> ss).
+6. Optional (``t2s=True``): traditional Chinese characters are folded to
+   simplified ones with OpenCC's ``t2s`` table.
+7. Runs of white space collapse to one space; leading and trailing space goes.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from typing import Any
+
+__all__ = ["ensure_str", "fix_surrogates", "normalize", "strip_html"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# C0/C1 control characters that \s does not already cover.
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]+")
+# White space that is not already a single " ". Matching only these keeps the
+# substitution cheap (most text has few) and memory flat for huge texts.
+_WS_RUN = re.compile(r"\s{2,}|[^\S ]")
+
+_opencc_lock = threading.Lock()
+_opencc: Any = None
+
+
+def ensure_str(text: object) -> str:
+    """Return ``text`` if it is a ``str``; raise a helpful :class:`TypeError` otherwise."""
+    if isinstance(text, str):
+        return text
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        raise TypeError(
+            f"expected a str, got {type(text).__name__}: decode it first, e.g. data.decode('utf-8')"
+        )
+    raise TypeError(f"expected a str, got {type(text).__name__}")
+
+
+def fix_surrogates(text: str) -> str:
+    """Rule 2: lone surrogates become U+FFFD, paired ones the character they encode.
+
+    Also the rule by which ``dedup`` writes texts to its output files.
+    """
+    if _SURROGATE.search(text) is None:
+        return text
+    # UTF-16 with surrogatepass joins valid pairs; "replace" turns the lone
+    # ones into U+FFFD.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def strip_html(text: str) -> str:
+    """Visible text of an HTML fragment or page, entities decoded."""
+    if "<" not in text and "&" not in text:
+        return text
+    # lexbor: the maintained HTML5 parser in selectolax (the older backend is gone).
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(text)
+    for node in tree.css("script, style, noscript, template"):
+        node.decompose()
+    root = tree.body if tree.body is not None else tree.root
+    if root is None:
+        return ""
+    # separator=" " keeps words from adjacent block elements apart.
+    return root.text(deep=True, separator=" ", strip=False)
+
+
+def _t2s(text: str) -> str:
+    global _opencc
+    if _opencc is None:
+        with _opencc_lock:
+            if _opencc is None:
+                import opencc
+
+                _opencc = opencc.OpenCC("t2s")
+    return str(_opencc.convert(text))
+
+
+def normalize(text: str, *, html: bool = False, t2s: bool = False) -> str:
+    """Normalise ``text`` by the rules in this module's docstring."""
+    text = fix_surrogates(ensure_str(text))
+    if "\x00" in text:
+        # Early, because C libraries below (OpenCC, lexbor) may stop at a NUL.
+        text = text.replace("\x00", " ")
+    if html:
+        text = strip_html(text)
+    text = unicodedata.normalize("NFKC", text).casefold()
+    if t2s and _has_han(text):
+        text = _t2s(text)
+    if _CONTROL.search(text) is not None:
+        text = _CONTROL.sub(" ", text)
+    return _WS_RUN.sub(" ", text).strip()
+
+
+_HAN = re.compile("[\u3400-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+
+
+def _has_han(text: str) -> bool:
+    return _HAN.search(text) is not None

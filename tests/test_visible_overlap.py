@@ -1,0 +1,136 @@
+"""Opt-in markup stripping and the labelling rule's overlap as verification."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simhash_pg.overlap import is_duplicate, ngram_for, overlap
+from simhash_pg.text.normalize import normalize
+from simhash_pg.text.visible import normalize_visible, strip_markup
+from simhash_pg.verify import alnum_only, shingles
+
+# ------------------------------------------------------------------ strip_markup
+
+
+@pytest.mark.parametrize(
+    ("raw", "visible"),
+    [
+        ('<p class="art_p" style="text-indent:2em;">北京&nbsp;今天</p>', " 北京\xa0今天 "),
+        ("<div><!-- publish_helper name='x' --><br/>A&amp;B</div>", "   A&B "),
+        ("&#x4e2d;&#22269;&ldquo;x&rdquo;", "中国“x”"),
+        ('<a href="http://news.sina.com.cn/c/1.shtml" target="_blank">链接</a>', " 链接 "),
+        ("<?xml version='1.0'?><!DOCTYPE html>x", "  x"),
+        ("<! not a tag <p>y</p>", "<! not a tag  y "),  # no '<' inside a tag
+    ],
+)
+def test_markup_goes_entities_decode(raw: str, visible: str) -> None:
+    assert strip_markup(raw) == visible
+
+
+@pytest.mark.parametrize(
+    "plain",
+    [
+        "x <y and more",  # no closing '>': not a tag
+        "a < b > c",  # '<' not followed by a name
+        "if 3<4 and 5>4 then",  # '<' before a digit
+        "AT&T shares rose 3% <- note",
+        "中文里的《书名》和〈篇名〉",
+        "email <> nobody",
+    ],
+)
+def test_plain_text_is_left_alone(plain: str) -> None:
+    assert strip_markup(plain) == plain
+
+
+plain_texts = st.text(alphabet=st.characters(blacklist_characters="<&"), max_size=200)
+
+
+@settings(max_examples=200, deadline=None)
+@given(plain_texts)
+def test_text_without_markup_characters_is_unchanged(text: str) -> None:
+    assert strip_markup(text) == text
+    assert normalize_visible(text) == normalize(text, t2s=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(plain_texts, st.lists(st.sampled_from(
+    ['<p class="x">', "</p>", "<br/>", "<span style=\"color:#333\">", "</span>", "&nbsp;",
+     "<!-- c -->", '<img src="a.jpg" alt="">']), max_size=6), st.randoms())
+def test_markup_inserted_between_words_leaves_the_letters(
+    text: str, tags: list[str], rnd: object
+) -> None:
+    # Inserting well-formed tags or &nbsp; at space positions never changes the
+    # letters and digits of the visible text (what fingerprints and verification read).
+    words = text.split(" ")
+    for tag in tags:
+        words.insert(rnd.randrange(len(words) + 1), tag)  # type: ignore[attr-defined]
+    marked = " ".join(words)
+    assert alnum_only(normalize_visible(marked)) == alnum_only(normalize_visible(text))
+
+
+def test_the_labelling_rules_tags_are_a_superset() -> None:
+    # Everything strip_markup removes, the eval's rule removes too.
+    rule = re.compile(r"<[^<>]{0,300}>")
+    for raw in ('<p class="a">x</p>', "<!-- c -->", "<br/>", "<?php x ?>"):
+        assert html.unescape(rule.sub(" ", raw)) == strip_markup(raw)
+
+
+def test_strip_markup_refuses_bytes() -> None:
+    with pytest.raises(TypeError, match="decode"):
+        strip_markup(b"<p>x</p>")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ overlap
+
+
+def reference(a: str, b: str, n: int) -> float:
+    """The labelling rule's overlap, written as the eval README states it."""
+    def grams(s: str) -> set[str]:
+        return {s} if len(s) <= n else {s[i : i + n] for i in range(len(s) - n + 1)}
+
+    if not a or not b:
+        return 0.0
+    ga, gb = grams(a), grams(b)
+    return len(ga & gb) / max(len(ga), len(gb))
+
+
+# small alphabets make many shared n-grams; CJK ones need the wide packing
+alphabets = st.sampled_from(["ab", "abc ", "的一是在不了有和人这中大为上个国", "xyzé\u03011"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(alphabets.flatmap(lambda al: st.tuples(st.text(al, max_size=80),
+                                              st.text(al, max_size=80))),
+       st.integers(1, 6))
+def test_overlap_equals_the_rule(ab: tuple[str, str], n: int) -> None:
+    a, b = ab
+    expected = 1.0 if a == b and a else reference(a, b, n)
+    assert overlap(a, b, n) == pytest.approx(expected, abs=0, rel=0)
+    assert overlap(a, b, n) == overlap(b, a, n)
+
+
+def test_overlap_with_a_huge_alphabet() -> None:
+    # 5,000 distinct characters need 13 bits each: 5-grams no longer fit in
+    # 63 bits, and packing anyway would wrap id 4096 onto id 0.
+    a = "".join(chr(0x4E00 + i) for i in range(5000))
+    b = chr(0x4E00 + 4096) + a[1:5]
+    assert overlap(a, b, 5) == reference(a, b, 5) == 0.0
+    assert overlap(a, a[:4000] + b, 5) == reference(a, a[:4000] + b, 5)
+
+
+def test_ngram_and_threshold_follow_the_length() -> None:
+    short, long_ = "x" * 49, "y" * 50
+    assert ngram_for(short, long_) == 2
+    assert ngram_for(long_, long_ + "z") == 5
+    base = "".join(chr(0x4E00 + (i * 7) % 500) for i in range(400))
+    cut70 = base[:280]
+    assert not is_duplicate(base, cut70)  # 5-gram overlap 0.7
+    assert is_duplicate(base, base[:360])  # 0.9
+    assert overlap("", "x") == 0.0
+    assert overlap("abc", "abc") == 1.0
+    assert len(shingles(base, 5)) == 396
