@@ -1,67 +1,121 @@
-"""Pigeonhole advisory locks: concurrent writers never store two near-duplicates.
+"""The writers' advisory locks: near-duplicates and keys, taken in one order.
 
 Two fingerprints within Hamming distance 3 share at least one whole 16-bit
 block. A writer that is about to check-and-insert a fingerprint first takes a
 transaction-level advisory lock on each (block number, block value) pair of
 it, so any two writers that could store near-duplicates of each other share a
-lock, and the second one checks only after the first has committed.
+lock, and the second one checks only after the first has committed. Keys
+work the same way: a writer locks each key it is about to look up and
+insert, so two writers of one key take turns and the second finds the
+first's row (instead of dying of a unique_violation or a deadlock on the
+keys table).
 
-The protocol (keys are pairs of int4; see ``simhash_add`` in sql/):
+The protocol (keys are pairs of int4; all taken by the SQL function
+``simhash_writer_lock``, sql/0008_writer_locks.sql, which ``simhash_add``
+and :func:`lock_batch` call):
 
 - the store-wide lock ``(1397246980, 0)`` first: held shared by every
-  ``simhash_add`` with k <= 3 and by every pigeonhole-locked batch, exclusive
-  by an add with k > 3 (near-duplicates need not share a block) and by a
-  batch that cannot use the pigeonhole locks;
-- then the block locks ``(1397246976 + i, block_i)``, in increasing
-  ``(i, block_i)`` order: ``simhash_add`` takes the four of its fingerprint,
-  ``add_many`` (:func:`lock_batch`) those of every fingerprint of the batch,
-  in one statement.
+  ``simhash_add`` with k <= 3 or a key, by every pigeonhole-locked batch and
+  every keyed batch; exclusive by an add with k > 3 (near-duplicates need
+  not share a block) and by a batch that cannot use the finer locks;
+- then the block locks ``(1397246976 + i, block_i)``: ``simhash_add`` takes
+  the four of its fingerprint, ``add_many`` those of every fingerprint of
+  the batch;
+- then the key locks ``(1397246982, hashtext(key))``;
 
-Everyone acquires in the same global order (store lock, then blocks in
-increasing order), so writers wait for each other but never deadlock, and
-single adds and batches exclude each other exactly when they could collide.
+block and key locks in increasing order, in one statement. Everyone
+acquires in the same global order (store lock, then blocks, then keys), so
+writers wait for each other but never deadlock, and single adds and batches
+exclude each other exactly when they could collide.
 
-A batch of n fingerprints holds up to 4n block locks until it commits, in
-the server's shared lock table (max_locks_per_transaction x (max_connections
-+ max_prepared_transactions) slots). A batch that would need more than a
-quarter of the table takes the exclusive store-wide lock instead: correct,
-but it then excludes every other writer for its duration.
+A wait is bounded (item 7 of issue 18): by the session's ``lock_timeout`` or
+``simhash.lock_timeout``, whichever is shorter (the store sets the latter;
+30 s when unset); the store retries a timed-out wait with backoff and then
+raises :class:`LockTimeoutError`. Since revision 0008 only writers (roles
+that may INSERT into simhash_documents) can take these locks at all.
+
+A batch of n fingerprints holds up to 4n block locks and n key locks until
+it commits, in the server's shared lock table (max_locks_per_transaction x
+(max_connections + max_prepared_transactions) slots). A batch that would
+need more than a quarter of the table takes the exclusive store-wide lock
+instead: correct, but it then excludes every other writer for its duration.
 """
 
 from __future__ import annotations
 
+import random
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+import psycopg
 
 from simhash_pg.bits import blocks_array
 
-__all__ = ["LOCK_BASE", "PIGEONHOLE_BATCHES", "STORE_LOCK", "batch_lock_keys", "lock_batch"]
+__all__ = [
+    "DEFAULT_LOCK_TIMEOUT",
+    "KEY_LOCK",
+    "LOCK_BASE",
+    "PIGEONHOLE_BATCHES",
+    "STORE_LOCK",
+    "TRANSIENT",
+    "LockTimeoutError",
+    "backoff",
+    "batch_lock_keys",
+    "holders",
+    "lock_batch",
+]
 
-# The key spaces simhash_add uses: 1397246976 = "SHM\0", plus the block number;
-# 1397246980 (with 0) is the store-wide lock.
+# The key spaces: 1397246976 = "SHM\0", plus the block number; 1397246980
+# (with 0) is the store-wide lock, 1397246982 (with hashtext(key)) the keys'.
 LOCK_BASE = 1397246976
 STORE_LOCK = 1397246980
+KEY_LOCK = 1397246982
+
+# How long one wait for the writers' locks may last, in seconds (the store's
+# default; simhash_writer_lock's own default when simhash.lock_timeout is unset).
+DEFAULT_LOCK_TIMEOUT = 30.0
 
 # False: every locked batch takes the store-wide lock (for the benchmark's
 # comparison of the two).
 PIGEONHOLE_BATCHES = True
 
-# Sorted explicitly by position: the locks must be taken in increasing order.
-_LOCK = (
-    "SELECT count(pg_advisory_xact_lock(l.i, l.b)) FROM ("
-    "SELECT u.i, u.b FROM unnest(%s::integer[], %s::integer[]) WITH ORDINALITY"
-    " AS u (i, b, o) ORDER BY u.o) AS l"
+# Errors a writer's transaction may meet from a race with other writers that
+# a rerun of the transaction resolves (with backoff): a deadlock, a
+# serialisation failure, a key stored by a writer outside the lock protocol.
+# A lock wait that timed out (LockNotAvailable) is retried too, fewer times.
+TRANSIENT = (
+    psycopg.errors.DeadlockDetected,
+    psycopg.errors.SerializationFailure,
+    psycopg.errors.UniqueViolation,
 )
-_SHARED = "SELECT pg_advisory_xact_lock_shared(%s, 0)"
-_EXCLUSIVE = "SELECT pg_advisory_xact_lock(%s, 0)"
+
+_LOCK = "SELECT simhash_writer_lock(%s, %s::integer[], %s::integer[], %s::text[])"
 _BUDGET = (
     "SELECT current_setting('max_locks_per_transaction')::integer"
     " * (current_setting('max_connections')::integer"
     " + current_setting('max_prepared_transactions')::integer) / 4"
 )
+# Who holds the writers' locks, for the timeout's message (pg_locks and the
+# pid, user and application of pg_stat_activity are visible to every role).
+_HOLDERS = (
+    "SELECT l.pid, a.usename, a.application_name, a.state, l.mode, l.classid::text,"
+    " l.objid::text FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
+    " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2"
+    " AND l.classid BETWEEN %s AND %s AND l.pid <> pg_backend_pid()"
+    " ORDER BY l.classid = %s DESC, l.mode DESC, l.pid LIMIT 5"
+)
+
+
+class LockTimeoutError(psycopg.errors.LockNotAvailable, TimeoutError):
+    """A writer gave up waiting for the writers' locks: another session holds them.
+
+    The message names the sessions holding them (pid, user, application):
+    typically a transaction left open. Nothing of the add was stored. Also a
+    psycopg ``LockNotAvailable`` (SQLSTATE 55P03; the last wait's error is its
+    ``__cause__``), so handlers of database errors see it as one.
+    """
 
 
 # The budget depends on settings that change only with a server restart (which
@@ -88,16 +142,49 @@ def batch_lock_keys(fps: Sequence[int]) -> tuple[list[int], list[int]]:
     return key1, np.concatenate(per_block).tolist()
 
 
-def lock_batch(conn: Any, fps: Sequence[int], k: int) -> str:
-    """Lock a dedup batch of unsigned fingerprints in ``conn``'s transaction.
+def lock_batch(
+    conn: Any, fps: Sequence[int], k: int, keys: Iterable[str] = (), *, dedup: bool = True
+) -> str:
+    """Lock a batch in ``conn``'s transaction before its look-ups.
 
-    Returns "pigeonhole" or "store" (the store-wide exclusive lock).
+    ``fps``: the unsigned fingerprints a dedup batch checks (k: its radius);
+    ``keys``: the keys it may insert. ``dedup=False``: the keys only.
+    Returns "pigeonhole" (blocks and keys), "keys", "store" (the store-wide
+    exclusive lock) or "none" (nothing to lock).
     """
-    if k <= 3 and PIGEONHOLE_BATCHES and len(fps):
+    key_list = list(dict.fromkeys(keys))
+    key1: list[int] = []
+    key2: list[int] = []
+    if dedup and len(fps):
+        if k > 3 or not PIGEONHOLE_BATCHES:
+            conn.execute(_LOCK, ["exclusive", None, None, None], prepare=True)
+            return "store"
         key1, key2 = batch_lock_keys(fps)
-        if len(key1) <= _budget(conn):
-            conn.execute(_SHARED, [STORE_LOCK], prepare=True)
-            conn.execute(_LOCK, [key1, key2], prepare=True)
-            return "pigeonhole"
-    conn.execute(_EXCLUSIVE, [STORE_LOCK], prepare=True)
+        mode = "pigeonhole"
+    elif key_list:
+        mode = "keys"
+    else:
+        return "none"
+    if len(key1) + len(key_list) <= _budget(conn):
+        conn.execute(_LOCK, ["shared", key1, key2, key_list], prepare=True)
+        return mode
+    conn.execute(_LOCK, ["exclusive", None, None, None], prepare=True)
     return "store"
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to sleep before retry ``attempt`` (1, 2, ...): doubling, jittered, capped."""
+    return min(2.0, 0.05 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
+
+
+def holders(conn: Any) -> str:
+    """The sessions holding writers' locks, for an error message ("" if none or unknown)."""
+    try:
+        rows = conn.execute(_HOLDERS, [LOCK_BASE, KEY_LOCK, STORE_LOCK]).fetchall()
+    except psycopg.Error:
+        return ""
+    return "; ".join(
+        f"pid {pid} (user {user}, application {app or '-'}, {state or 'unknown state'}) holds"
+        f" ({key1}, {key2}) {mode}"
+        for pid, user, app, state, mode, key1, key2 in rows
+    )

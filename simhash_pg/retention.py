@@ -32,6 +32,8 @@ from typing import Any
 
 import psycopg
 
+from simhash_pg import locking
+
 __all__ = ["DEFAULT_PURGE_BATCH", "PurgeResult", "parse_age", "purge", "purge_candidates"]
 
 DEFAULT_PURGE_BATCH = 20_000
@@ -127,6 +129,25 @@ DAYS_AHEAD = 2
 _COUNT = "SELECT count(*) FROM simhash_documents WHERE created_at < %s"
 
 
+def _delete_batch(conn: Any, cutoff: datetime, batch_size: int) -> int:
+    """One batched DELETE (its own transaction), rerun with backoff after a deadlock.
+
+    A writer linking to a row of the batch holds that row (FOR KEY SHARE,
+    sql/0008_writer_locks.sql) until it commits; two such holds taken in the
+    other order than the DELETE's can deadlock, and the server then cancels
+    one of the two: the writer reruns its add, the purge its batch.
+    """
+    for attempt in range(1, 8):
+        try:
+            n: int = conn.execute(_PURGE_BATCH, [cutoff, batch_size], prepare=True).rowcount
+            return n
+        except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+            if attempt == 7 or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                raise
+            time.sleep(locking.backoff(attempt))
+    raise AssertionError("unreachable")
+
+
 def purge_candidates(conn: Any, older_than: timedelta | datetime | str) -> tuple[datetime, int]:
     """The cutoff and how many rows a purge would delete now (for --dry-run)."""
     cutoff = _cutoff(conn, _check_older_than(older_than))
@@ -149,8 +170,9 @@ def purge(
     after each batch. ``max_seconds`` stops after the batch that crosses it
     (a scheduled purge then finishes on its next run). Rows that recorded a
     row deleted by DELETE as ``duplicate_of`` keep their place with NULL
-    there; links to the rows of a dropped partition stay as they were (the
-    row they name is gone: LEFT JOIN).
+    there, also when they were added during the purge (revision 0008); links
+    to the rows of a dropped partition stay as they were (the row they name
+    is gone: LEFT JOIN).
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
@@ -177,7 +199,7 @@ def purge(
         if progress is not None:
             progress(deleted)
     while True:
-        n = conn.execute(_PURGE_BATCH, [cutoff, batch_size], prepare=True).rowcount
+        n = _delete_batch(conn, cutoff, batch_size)
         deleted += max(n, 0)
         batches += 1
         if progress is not None:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, cast
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -50,6 +50,7 @@ from simhash_pg.bits import (
     to_signed_list,
     to_unsigned,
 )
+from simhash_pg.locking import LockTimeoutError
 from simhash_pg.verify import VERIFY_MODES, VerifyMode
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ __all__ = [
     "AddResult",
     "Doc",
     "Document",
+    "LockTimeoutError",
     "Match",
     "SchemaVersionError",
     "SchemeMismatchError",
@@ -70,8 +72,13 @@ __all__ = [
 ]
 
 OnDuplicate = Literal["skip", "link"]
-_STORE_LOCK = 1397246980  # advisory lock key (with 0) shared with simhash_add
+_T = TypeVar("_T")
 MAX_K = 64
+# Tries of one add or batch: a lock wait that timed out (lock_timeout each),
+# and a race another writer won (deadlock, serialisation failure, a key
+# stored outside the lock protocol), each retried with backoff.
+LOCK_ATTEMPTS = 3
+RACE_ATTEMPTS = 8
 DEFAULT_BATCH = 5000
 # A new store verifies every text: measured on ../shared/eval through the
 # store, "all" is the only mode that meets the long-text targets (P 0.989,
@@ -287,6 +294,11 @@ class SimhashStore:
         their fingerprints (or, for k > 3 or huge batches, the store-wide
         one), so batches and adds side by side never store two
         near-duplicates (default; see simhash_pg/locking.py).
+    lock_timeout:
+        Seconds one wait for the writers' advisory locks may last (default
+        30; None: no limit but the session's own ``lock_timeout``). A wait
+        that times out is retried with backoff, :data:`LOCK_ATTEMPTS` tries
+        in all, then :class:`LockTimeoutError` names who holds the locks.
     retention:
         The window :meth:`purge` keeps by default, e.g. ``timedelta(days=2)``.
     verify:
@@ -314,10 +326,19 @@ class SimhashStore:
         migrate: bool = True,
         connect_timeout: int = 10,
         lock_batches: bool = True,
+        lock_timeout: float | None = locking.DEFAULT_LOCK_TIMEOUT,
         retention: timedelta | None = None,
         verify: VerifyMode | None = None,
     ) -> None:
         self.k = _check_k(k)
+        if lock_timeout is not None and (isinstance(lock_timeout, bool)
+                                         or not isinstance(lock_timeout, (int, float))
+                                         or not 0.001 <= lock_timeout <= 86_400):
+            raise ValueError(
+                "lock_timeout must be None or seconds between 0.001 and 86400, "
+                f"got {lock_timeout!r}"
+            )
+        self.lock_timeout = lock_timeout
         if verify is not None and verify not in VERIFY_MODES:
             raise ValueError(
                 f"verify must be one of {', '.join(VERIFY_MODES)} or None, got {verify!r}"
@@ -335,6 +356,11 @@ class SimhashStore:
         self._dsn = self._resolve_dsn(dsn, engine)
         self._conn = self._connect(self._dsn, connect_timeout)
         try:
+            # simhash_writer_lock reads it (sql/0008_writer_locks.sql); "0": no limit
+            self._conn.execute(
+                "SELECT set_config('simhash.lock_timeout', %s, false)",
+                [f"{round(lock_timeout * 1000)}ms" if lock_timeout is not None else "0"],
+            )
             self._ensure_schema(migrate)
             self._scheme = self._ensure_scheme(scheme)
             stored_verify = self._ensure_verify(verify)
@@ -536,6 +562,37 @@ class SimhashStore:
     def _needs_text(self) -> bool:
         return self.verify != "off" or self._keep != "off"
 
+    def _retrying(self, attempt: Callable[[], _T], *, retry: bool = True) -> _T:
+        """``attempt()`` (one transaction), rerun with backoff after a race it lost.
+
+        ``retry=False`` (inside a caller's transaction, which the error
+        aborted): one try, but a lock timeout still raises LockTimeoutError.
+        """
+        lock_waits = races = 0
+        while True:
+            try:
+                return attempt()
+            except psycopg.errors.LockNotAvailable as exc:
+                lock_waits += 1
+                if not retry or lock_waits >= LOCK_ATTEMPTS:
+                    raise self._lock_timeout(lock_waits) from exc
+            except locking.TRANSIENT:
+                races += 1
+                if not retry or races >= RACE_ATTEMPTS:
+                    raise
+            time.sleep(locking.backoff(lock_waits + races))
+
+    def _lock_timeout(self, waits: int) -> LockTimeoutError:
+        idle = self._conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        who = locking.holders(self._conn) if idle else ""
+        limit = f"{self.lock_timeout:g} s" if self.lock_timeout is not None else "lock_timeout"
+        return LockTimeoutError(
+            f"gave up after {waits} wait(s) of up to {limit} for the writers' locks: "
+            + (f"{who}. " if who else "another session holds them. ")
+            + "A transaction left open? Nothing of this add was stored; "
+            "SimhashStore(lock_timeout=...) sets the wait."
+        )
+
     # -- single documents ---------------------------------------------------------
     def add(
         self,
@@ -564,11 +621,13 @@ class SimhashStore:
         if vt is not None:
             return self._add_verified(fp, vt, key, meta_d, kk, policy, dedup)
         mode = policy if dedup else "insert"
-        row = self._conn.execute(
-            _ADD,
-            [to_signed(fp), key, Jsonb(meta_d) if meta_d is not None else None, kk, mode],
-            prepare=True,
-        ).fetchone()
+        args = [to_signed(fp), key, Jsonb(meta_d) if meta_d is not None else None, kk, mode]
+        # one statement, its own transaction (autocommit): a rerun is safe
+        # unless the caller has a transaction open on this connection
+        idle = self._conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        row = self._retrying(
+            lambda: self._conn.execute(_ADD, args, prepare=True).fetchone(), retry=idle
+        )
         assert row is not None
         rid, rfp, dup, dist, inserted, dup_key = row
         existing = not inserted and dist is None
@@ -599,38 +658,36 @@ class SimhashStore:
         conn = self._conn
         signed = to_signed(fp)
         vtext, sig = _verified.stored_fields(vt, self._keep)
-        for attempt in range(2):
-            try:
-                with conn.transaction():
-                    if dedup:
-                        locking.lock_batch(conn, [fp], query_k(vt.text, k, self.verify))
-                    if key is not None:
-                        row = conn.execute(_KEYS, [[key]], prepare=True).fetchone()
-                        if row is not None:
-                            return AddResult(row[1], to_unsigned(row[2]), row[3], None, False,
-                                             key=key, existing_key=True)
-                    best = None
-                    if dedup:
-                        found = _verified.candidates(conn, [signed], [vt], k, self.verify)[0]
-                        best = found[0] if found else None
-                    if best is not None and policy == "skip":
-                        return AddResult(best.id, fp, best.id, best.distance, False, key=key,
-                                         duplicate_key=best.key)
-                    row = conn.execute(
-                        _INSERT,
-                        [key, signed, best.id if best else None,
-                         Jsonb(meta) if meta is not None else None, vtext, sig],
-                        prepare=True,
-                    ).fetchone()
-                    assert row is not None
-                    return AddResult(row[0], fp, best.id if best else None,
-                                     best.distance if best else None, True, key=key,
-                                     duplicate_key=best.key if best else None)
-            except psycopg.errors.UniqueViolation:
-                # the key was stored by another writer since the look-up
-                if attempt == 1:
-                    raise
-        raise AssertionError("unreachable")
+
+        def attempt() -> AddResult:
+            with conn.transaction():
+                # the fingerprint's locks (and the key's), or the key's alone
+                locking.lock_batch(conn, [fp], query_k(vt.text, k, self.verify),
+                                   [key] if key is not None else (), dedup=dedup)
+                if key is not None:
+                    row = conn.execute(_KEYS, [[key]], prepare=True).fetchone()
+                    if row is not None:
+                        return AddResult(row[1], to_unsigned(row[2]), row[3], None, False,
+                                         key=key, existing_key=True)
+                best = None
+                if dedup:
+                    found = _verified.candidates(conn, [signed], [vt], k, self.verify)[0]
+                    best = found[0] if found else None
+                if best is not None and policy == "skip":
+                    return AddResult(best.id, fp, best.id, best.distance, False, key=key,
+                                     duplicate_key=best.key)
+                row = conn.execute(
+                    _INSERT,
+                    [key, signed, best.id if best else None,
+                     Jsonb(meta) if meta is not None else None, vtext, sig],
+                    prepare=True,
+                ).fetchone()
+                assert row is not None
+                return AddResult(row[0], fp, best.id if best else None,
+                                 best.distance if best else None, True, key=key,
+                                 duplicate_key=best.key if best else None)
+
+        return self._retrying(attempt)
 
     def near(
         self, doc: str | int, *, k: int | None = None, limit: int | None = None
@@ -796,9 +853,13 @@ class SimhashStore:
         committed batches; a rerun skips keys already stored.
 
         Within a batch, documents are decided in input order exactly as
-        sequential :meth:`add` calls would decide them. Concurrent writers are
-        not locked out here (see issue 5); a key stored concurrently makes the
-        batch retry once.
+        sequential :meth:`add` calls would decide them. A batch first takes
+        the locks of its keys (and, with dedup, of its fingerprints;
+        simhash_pg/locking.py), so concurrent writers of the same keys or of
+        near-duplicates take turns; a batch that still loses a race (a
+        deadlock, a key stored outside the lock protocol) is rerun with
+        backoff, and a lock wait over ``lock_timeout`` is retried, then
+        raises :class:`LockTimeoutError`.
         """
         kk = self._k(k)
         policy = on_duplicate or self.on_duplicate
@@ -925,19 +986,20 @@ class SimhashStore:
             from simhash_pg.verify import query_k
 
             radius = max(query_k(v.text, k, self.verify) for v in vts.values())
-        for attempt in range(3):
-            try:
-                with self._conn.transaction():
-                    if dedup and self.lock_batches:
-                        # the batch's pigeonhole locks, or the store-wide one (locking.py)
-                        fps = [p[0] for p, e in zip(prepared, errors, strict=True) if e is None]
-                        locking.lock_batch(self._conn, fps, max(k, radius))
-                    return self._write_batch(prepared, errors, dedup, k, policy, vts)
-            except psycopg.errors.UniqueViolation:
-                # a key stored by another writer since the look-up: look again
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        ok = [p for p, e in zip(prepared, errors, strict=True) if e is None]
+        keys = [p[1] for p in ok if p[1] is not None]
+        # lock_batches=False (a benchmark's comparison) leaves out the
+        # near-duplicate locks, never the keys'
+        locked = dedup and self.lock_batches
+        fps = [p[0] for p in ok] if locked else []
+
+        def attempt() -> list[AddResult]:
+            with self._conn.transaction():
+                # the batch's pigeonhole and key locks, or the store-wide one (locking.py)
+                locking.lock_batch(self._conn, fps, max(k, radius), keys, dedup=locked)
+                return self._write_batch(prepared, errors, dedup, k, policy, vts)
+
+        return self._retrying(attempt)
 
     def _write_batch(
         self,

@@ -140,6 +140,44 @@ def test_batch_lock_keys_are_the_keys_simhash_add_takes(pg: psycopg.Connection) 
     assert list(zip(key1, key2, strict=True)) == [tuple(r) for r in sql_keys]
 
 
+def test_writer_lock_takes_blocks_and_keys_and_bounds_the_wait(pg: psycopg.Connection) -> None:
+    lock = "SELECT simhash_writer_lock(%s, %s::integer[], %s::integer[], %s::text[])"
+    held = ("SELECT classid::bigint, objid::bigint, mode FROM pg_locks WHERE locktype = 'advisory'"
+            " AND pid = pg_backend_pid() ORDER BY 1, 2")
+    with pg.transaction():
+        keys = ["a", "b", "a", None]
+        n = pg.execute(lock, ["shared", [1397246976, 1397246977], [-5, 6], keys]).fetchone()
+        assert n == (5,)  # the store lock, two blocks, two distinct keys
+        hashes = sorted(pg.execute("SELECT hashtext('a'), hashtext('b')").fetchone())  # type: ignore[arg-type]
+        assert pg.execute(held).fetchall() == [
+            (1397246976, 2**32 - 5, "ExclusiveLock"),  # objid is the key's 32 bits, unsigned
+            (1397246977, 6, "ExclusiveLock"),
+            (1397246980, 0, "ShareLock"),
+            *sorted((1397246982, h % 2**32, "ExclusiveLock") for h in hashes),
+        ]
+    for args in (["bogus", None, None, None], ["shared", [1], [1], None],
+                 ["shared", [1397246976], [None], None], ["shared", [1397246976], [], None]):
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            pg.execute(lock, args)
+    # the shorter of lock_timeout and simhash.lock_timeout ("0": none) bounds
+    # the wait for the locks, and the session's lock_timeout is back afterwards
+    for session, ours, limit in (("0", "250ms", 0.25), ("100ms", "30s", 0.1),
+                                 ("1min", "0", None), ("0", "0", None)):
+        with pg.transaction():
+            pg.execute("SELECT set_config('lock_timeout', %s, true),"
+                       " set_config('simhash.lock_timeout', %s, true)", [session, ours])
+            if limit is not None:
+                with psycopg.connect(pg.info.dsn) as holder:
+                    holder.execute("SELECT pg_advisory_xact_lock(1397246980, 0)")
+                    start = time.perf_counter()
+                    with pytest.raises(psycopg.errors.LockNotAvailable), pg.transaction():
+                        pg.execute(lock, ["shared", None, None, None])
+                    waited = time.perf_counter() - start
+                    assert limit - 0.01 <= waited < limit + 3
+            pg.execute(lock, ["exclusive", None, None, None])
+            assert pg.execute("SELECT current_setting('lock_timeout')").fetchone() == (session,)
+
+
 def test_stream_bench_measures_locks_on_and_off(pg_dsn: str) -> None:
     from lab.bench import stream as bench
 
@@ -149,8 +187,73 @@ def test_stream_bench_measures_locks_on_and_off(pg_dsn: str) -> None:
         src = conn.execute(
             "SELECT prosrc FROM pg_proc WHERE proname = 'simhash_add_unlocked'"
         ).fetchone()
-        assert src is not None and "pg_advisory_xact_lock" not in src[0]
+        assert src is not None and "simhash_writer_lock" not in src[0]
     for path in ("add", "add_many", "add_many S"):
         figures = bench.measure(pg_dsn, path, 2, 1.0, 50, 0.1, 1)
         for lock in (True, False):
             assert figures[lock]["done"] > 0 and figures[lock]["adds_s"] > 0
+
+
+# -- overlapping keys: every writer completes (issue 18, item 4) -----------------
+
+KEYED = 3000  # keys k0..k2999, added by every process in its own order
+
+
+def _keyed_fp(index: int, n: int) -> int:
+    """Process ``index``'s fingerprint for key n: random, so nobody's are near anybody's."""
+    return random.Random(index * 1_000_003 + n).getrandbits(64)
+
+
+def _keyed_worker(args: tuple[str, int, bool, int, Any]) -> list[tuple[str, str, int, int]]:
+    dsn, index, dedup, batch, barrier = args
+    order = list(range(KEYED))
+    random.Random(index).shuffle(order)
+    out: list[tuple[str, str, int, int]] = []
+
+    def collect(results: list[AddResult]) -> None:
+        for r in results:
+            assert r.id is not None and r.key is not None and r.fingerprint is not None, r
+            out.append((r.key, r.status, r.id, r.fingerprint))
+
+    with SimhashStore(dsn) as store:
+        barrier.wait()
+        store.add_many((Doc(_keyed_fp(index, n), f"k{n}") for n in order), dedup=dedup,
+                       batch_size=batch, progress=collect)
+    return out
+
+
+@pytest.mark.parametrize(("dedup", "batch"), [(True, 50), (False, 600)])
+def test_concurrent_add_many_with_overlapping_keys_all_complete(
+    pg: psycopg.Connection, pg_dsn: str, dedup: bool, batch: int
+) -> None:
+    SimhashStore(pg_dsn).close()
+    ctx = multiprocessing.get_context("fork")
+    start = time.perf_counter()
+    with ctx.Manager() as manager:
+        barrier = manager.Barrier(PROCESSES)
+        with ctx.Pool(PROCESSES) as procs:
+            # a writer that raises fails the map: every writer must complete
+            per = procs.map(_keyed_worker,
+                            [(pg_dsn, i, dedup, batch, barrier) for i in range(PROCESSES)])
+    seconds = time.perf_counter() - start
+    rows = {r[0]: (r[1], to_unsigned(r[2])) for r in pg.execute(
+        "SELECT key, id, fingerprint FROM simhash_documents").fetchall()}
+    # what a serial run stores: every key once, with the fingerprint of the
+    # writer that got there first; every other writer is told existing_key
+    assert sorted(rows) == sorted(f"k{n}" for n in range(KEYED))
+    assert pg.execute("SELECT count(*) FROM simhash_keys").fetchone() == (KEYED,)
+    inserted: dict[str, int] = {}
+    for index, outs in enumerate(per):
+        assert sorted(o[0] for o in outs) == sorted(rows), index
+        for key, status, id_, fp in outs:
+            assert id_ == rows[key][0], (index, key, status)
+            if status == "inserted":
+                assert key not in inserted
+                inserted[key] = index
+                assert fp == rows[key][1] == _keyed_fp(index, int(key[1:]))
+            else:
+                assert status == "existing_key", (index, key, status)
+                assert fp == rows[key][1]
+    assert len(inserted) == KEYED
+    print(f"\n[dedup={dedup} batch={batch}] {PROCESSES} writers x {KEYED} keys in "
+          f"{seconds:.1f} s, every writer completed")

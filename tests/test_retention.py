@@ -160,3 +160,67 @@ def test_purge_command(pg: psycopg.Connection, pg_dsn: str) -> None:
     assert bad.exit_code == 2 and "not an age" in bad.output
     missing = runner.invoke(cli, ["purge", "--dsn", pg_dsn])
     assert missing.exit_code == 2
+
+
+# -- links added during a purge (issue 18, item 6) -------------------------------
+
+_DANGLING = (
+    "SELECT count(*) FROM simhash_documents d WHERE d.duplicate_of IS NOT NULL"
+    " AND NOT EXISTS (SELECT 1 FROM simhash_documents t WHERE t.id = d.duplicate_of)"
+)
+_TEXT = ("The quick brown fox jumps over the lazy dog near the river bank while the sun"
+         " sets slowly behind the distant hills and the birds sing.")
+_FP = 0x0123_4567_89AB_CDEF
+
+
+@pytest.mark.parametrize("path", ["add", "add_many", "text"])
+def test_a_link_added_while_a_purge_deletes_its_row_does_not_dangle(
+    pg: psycopg.Connection, pg_dsn: str, path: str
+) -> None:
+    """The purge's batched DELETE is done but not committed when a link to its row is added."""
+    import threading
+
+    from simhash_pg.retention import _PURGE_BATCH
+    from simhash_pg.store import AddResult, Doc
+
+    doc: str | int = _TEXT if path == "text" else _FP
+    near: str | int = _TEXT.replace("slowly", "softly") if path == "text" else _FP ^ 0b101
+    with SimhashStore(pg_dsn, on_duplicate="link") as store:
+        old = store.add(doc, key="old")
+        pg.execute("UPDATE simhash_documents SET created_at = now() - interval '3 hours'")
+        answers: list[AddResult] = []
+
+        def add() -> None:
+            if path == "add_many":
+                store.add_many([Doc(near, "new")], progress=answers.extend)
+            else:
+                answers.append(store.add(near, key="new"))
+
+        adder = store.connection.info.backend_pid
+        with psycopg.connect(pg_dsn) as purger:  # its transaction stays open
+            deleted = purger.execute(
+                _PURGE_BATCH, [datetime.now(timezone.utc) - timedelta(hours=1), 1000]
+            ).rowcount
+            assert deleted == 1
+            thread = threading.Thread(target=add)
+            thread.start()
+            # the add either finishes (linked to the row being deleted) or
+            # waits for the purge's transaction
+            for _ in range(200):
+                waiting = pg.execute(
+                    "SELECT count(*) FROM pg_locks WHERE pid = %s AND NOT granted", [adder]
+                ).fetchone()
+                if not thread.is_alive() or waiting != (0,):
+                    break
+                thread.join(0.05)
+            purger.commit()
+        thread.join(30)
+        assert not thread.is_alive()
+    assert len(answers) == 1
+    answer = answers[0]
+    # answered as a link to the old row (the add came first, as far as
+    # anyone can tell), and that row's DELETE cleared the link
+    assert answer.inserted and answer.duplicate_of == old.id, answer
+    assert pg.execute(_DANGLING).fetchone() == (0,)
+    rows = pg.execute("SELECT key, duplicate_of FROM simhash_documents").fetchall()
+    assert rows == [("new", None)]

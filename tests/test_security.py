@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 from collections.abc import Callable, Iterator
 
 import psycopg
@@ -17,7 +18,7 @@ from _throwaway import needs_own_server, throwaway_server
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from simhash_pg import SimhashStore
+from simhash_pg import LockTimeoutError, SimhashStore
 from simhash_pg.bits import to_signed
 from simhash_pg.store import Doc
 
@@ -165,6 +166,90 @@ def test_reader_cannot_use_the_store_to_write(
         assert store.count() == 3
 
 
+# -- the writers' advisory locks (issue 18, item 7) ------------------------------
+
+# Every function that takes an advisory lock on two int4 keys (the writers'
+# key space).
+LOCK_CALLS = [
+    f"SELECT {f}(1397246980, 0)"
+    for f in ("pg_advisory_lock", "pg_advisory_lock_shared", "pg_advisory_xact_lock",
+              "pg_advisory_xact_lock_shared", "pg_try_advisory_lock",
+              "pg_try_advisory_lock_shared", "pg_try_advisory_xact_lock",
+              "pg_try_advisory_xact_lock_shared")
+]
+TEXT = "An analyst's open transaction must not stop this text from being stored at all."
+
+
+def _with_options(dsn: str, options: str) -> str:
+    params = conninfo_to_dict(dsn)
+    params["options"] = options
+    return make_conninfo(**{k: v for k, v in params.items() if v is not None})
+
+
+def test_a_reader_cannot_freeze_the_writers(make_role: Callable[..., str], pg_dsn: str) -> None:
+    """A reader login tries to hold the store-wide lock; every kind of add goes on."""
+    SimhashStore(pg_dsn).close()
+    dsn = make_role("GRANT simhash_reader TO {role}")
+    # before revision 0008 the adds waited for the reader until this timeout
+    writer_dsn = _with_options(pg_dsn, "-c statement_timeout=10s")
+    with psycopg.connect(dsn, autocommit=True) as reader:
+        reader.execute("BEGIN")  # holds the xact locks too, if it gets them
+        held = []
+        for call in LOCK_CALLS:
+            reader.execute("SAVEPOINT s")
+            try:
+                reader.execute(call)
+                held.append(call)
+            except psycopg.errors.InsufficientPrivilege:
+                reader.execute("ROLLBACK TO SAVEPOINT s")
+        start = time.monotonic()
+        with SimhashStore(writer_dsn, lock_timeout=0.5) as store:
+            outcomes = []
+            for add in (lambda: store.add(0x0F0F_1234_5678_9ABC, key="fp"),
+                        lambda: store.add(TEXT, key="text"),
+                        lambda: store.add(0x1111_2222_3333_4444, key="plain", dedup=False),
+                        lambda: store.add_many([Doc(0xDEAD_BEEF_0000_0001, "many")])):
+                try:
+                    add()
+                    outcomes.append("stored")
+                except LockTimeoutError:
+                    outcomes.append("timed out")  # fails fast, with the typed error
+            count = store.count()
+        seconds = time.monotonic() - start
+        reader.execute("ROLLBACK")
+        # nor through the writers' lock function (revision 0008)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="simhash_writer_lock"):
+            reader.execute("SELECT simhash_writer_lock('exclusive')")
+    assert held == [], f"the reader took the writers' locks: {held}"
+    assert outcomes == ["stored"] * 4 and count == 4
+    assert seconds < 8
+
+
+def test_writers_give_up_on_a_held_lock_with_a_typed_error(
+    pg: psycopg.Connection, pg_dsn: str
+) -> None:
+    """A session holding the store-wide lock (a writer left in a transaction)."""
+    SimhashStore(pg_dsn).close()
+    writer_dsn = _with_options(pg_dsn, "-c statement_timeout=20s")
+    with psycopg.connect(pg_dsn) as holder:
+        holder.execute("SELECT pg_advisory_xact_lock(1397246980, 0)")
+        holder_pid = holder.info.backend_pid
+        with SimhashStore(writer_dsn, lock_timeout=0.3) as store:
+            for add in (lambda: store.add(0x0F0F_1234_5678_9ABC, key="fp"),
+                        lambda: store.add(TEXT, key="text"),
+                        lambda: store.add(0x1111_2222_3333_4444, key="plain", dedup=False),
+                        lambda: store.add_many([Doc(0xDEAD_BEEF_0000_0001, "many")])):
+                start = time.monotonic()
+                with pytest.raises(LockTimeoutError, match=f"pid {holder_pid} ") as err:
+                    add()
+                assert time.monotonic() - start < 6
+                assert isinstance(err.value.__cause__, psycopg.errors.LockNotAvailable)
+            assert store.count() == 0
+            holder.commit()  # released: the same store goes on
+            assert store.add(0x0F0F_1234_5678_9ABC, key="fp").inserted
+            assert store.add_many([Doc(0xDEAD_BEEF_0000_0001, "many")]).inserted == 1
+
+
 # -- injection strings ---------------------------------------------------------
 
 
@@ -259,6 +344,23 @@ def test_store_runs_as_a_plain_role_with_grants(
         assert store.count() == 1
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             store.connection.execute("TRUNCATE simhash_documents")
+
+
+def test_a_writer_by_set_role_takes_the_writers_locks(
+    make_role: Callable[..., str], pg_dsn: str
+) -> None:
+    """A NOINHERIT login that SETs ROLE to a writer role: the lock function serves it."""
+    SimhashStore(pg_dsn).close()
+    writer = conninfo_to_dict(make_role(*WRITER_GRANTS))["user"]
+    dsn = make_role("ALTER ROLE {role} NOINHERIT", f"GRANT {writer} TO {{role}}")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT pg_advisory_lock(1397246980, 0)")
+        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(writer)))
+        row = conn.execute("SELECT inserted FROM simhash_add(42, 'by-set-role')").fetchone()
+        assert row == (True,)
+        with conn.transaction():
+            assert conn.execute("SELECT simhash_writer_lock('exclusive')").fetchone() == (1,)
 
 
 # -- the embedded server -----------------------------------------------------------

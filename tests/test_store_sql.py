@@ -597,6 +597,45 @@ def test_migration_0007_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
     migrate.check(pg_dsn)
 
 
+def _0008_state(pg: psycopg.Connection) -> tuple[bool, bool, bool, bool]:
+    """(lock function, links trigger, reader may take int4-pair / bigint advisory locks)."""
+    row = pg.execute(
+        "SELECT to_regprocedure('simhash_writer_lock(text, integer[], integer[], text[])')"
+        " IS NOT NULL,"
+        " EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'simhash_links_insert'"
+        " AND tgrelid = 'simhash_documents'::regclass),"
+        " has_function_privilege('simhash_reader', 'pg_advisory_lock(integer, integer)',"
+        " 'EXECUTE'),"
+        " has_function_privilege('simhash_reader', 'pg_advisory_lock(bigint)', 'EXECUTE')"
+    ).fetchone()
+    assert row is not None
+    return (row[0], row[1], row[2], row[3])
+
+
+def test_migration_0008_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
+    from simhash_pg.store import SimhashStore
+
+    base = 0x0F0F_1234_5678_9ABC
+    with SimhashStore(pg_dsn) as store:
+        a = store.add(base, key="a")
+        assert store.add(base ^ 1, key="b", on_duplicate="link").duplicate_of == a.id
+    assert _0008_state(pg) == (True, True, False, True)
+    migrate.downgrade(pg_dsn, "0007")
+    assert migrate.current(pg_dsn) == "0007"
+    assert _0008_state(pg) == (False, False, True, True)  # PostgreSQL's default again
+    add = "SELECT inserted, duplicate_of FROM simhash_add(%s, %s, NULL, 3, %s)"
+    # 0005's simhash_add: no lock function to call
+    assert pg.execute(add, [to_signed(base ^ 2), "c", "link"]).fetchone() == (True, a.id)
+    assert pg.execute(add, [to_signed(base), "a", "insert"]).fetchone() == (False, None)
+    migrate.upgrade(pg_dsn)
+    assert migrate.current(pg_dsn) == migrate.HEAD
+    assert _0008_state(pg) == (True, True, False, True)
+    assert pg.execute(add, [to_signed(base ^ 4), "d", "link"]).fetchone() == (True, a.id)
+    assert pg.execute(add, [to_signed(base), "a", "insert"]).fetchone() == (False, None)
+    assert pg.execute("SELECT count(*) FROM simhash_documents").fetchone() == (4,)
+    migrate.check(pg_dsn)
+
+
 # -- migrations ---------------------------------------------------------------
 
 

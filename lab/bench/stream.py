@@ -56,7 +56,7 @@ def make_unlocked_add(conn: Any) -> None:
         "SELECT pg_get_functiondef(%s::regprocedure)", [_ADD_SIGNATURE]
     ).fetchone()[0]
     body, n_lock = re.subn(
-        r"PERFORM\s+pg_advisory_xact_lock(_shared)?\(.*?;", "NULL;", src, flags=re.DOTALL
+        r"PERFORM\s+simhash_writer_lock\(.*?;", "NULL;", src, flags=re.DOTALL
     )
     body, n_name = re.subn(r"FUNCTION\s+(\S+\.)?simhash_add\(",
                            r"FUNCTION \1simhash_add_unlocked(", body, count=1)

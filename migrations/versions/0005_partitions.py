@@ -26,6 +26,7 @@ downgrade_drops: str | None = (
 
 def upgrade() -> None:
     run_sql("0005_partitions.sql")
+    run_sql("0005_add.sql")  # simhash_add on the keys table
 
 
 def downgrade() -> None:
