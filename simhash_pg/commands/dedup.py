@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import click
+import psycopg
 
 from simhash_pg.commands._common import (
     EXIT_OK,
@@ -209,11 +210,10 @@ def run_dedup(
         # the OOM killer): this batch is not committed, the earlier ones are
         if not stop(signals.reason if signals is not None else None):
             summary.stopped = f"a fingerprinting process died: {exc}"
-    except Exception as exc:
-        # A lost connection or server error: what was committed stays, and
-        # the caller reports where the run stopped instead of a traceback.
-        if not type(exc).__module__.startswith("psycopg"):
-            raise
+    except psycopg.Error as exc:
+        # A lost connection, a server error or a lock wait past its limit
+        # (LockTimeoutError is one): what was committed stays, and the caller
+        # reports where the run stopped instead of a traceback.
         summary.stopped = f"database error: {str(exc).strip().splitlines()[0]}"
     finally:
         summary.seconds = time.perf_counter() - start
