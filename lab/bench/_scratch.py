@@ -29,7 +29,7 @@ def scratch_dsn(
     if dsn is not None:
         yield dsn
         return
-    from simhash_pg.server import LocalServer, sized_settings, temporary_home
+    from simhash_pg.db.server import LocalServer, sized_settings, temporary_home
 
     # a given home is made by the server if missing, never opened up by us
     base = Path(home) if home else temporary_home("shpg-bench-")

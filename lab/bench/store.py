@@ -233,9 +233,9 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
          clients: int, add_rows: int, seed: int, explain: bool) -> None:
     import psycopg
 
-    from simhash_pg import migrate
     from simhash_pg.bits import to_signed
-    from simhash_pg.server import memory_status
+    from simhash_pg.db import migrate
+    from simhash_pg.db.server import memory_status
     from simhash_pg.store import SimhashStore
 
     echo = click.echo

@@ -221,7 +221,7 @@ def command(n: int, clients: str, seconds: float, batch: int, dup_rate: float, s
         raise click.BadParameter(str(exc), param_hint="--clients") from exc
     if not counts or min(counts) < 1:
         raise click.BadParameter("give client counts >= 1, e.g. 1,2,4", param_hint="--clients")
-    from simhash_pg.server import sized_settings
+    from simhash_pg.db.server import sized_settings
 
     settings = sized_settings()
     # every client's add_many batch holds up to 4 x batch locks until it
@@ -239,7 +239,7 @@ def _run(dsn: str, n: int, counts: list[int], seconds: float, batch: int, dup_ra
     import psycopg
 
     from lab.bench.store import make_data
-    from simhash_pg import migrate
+    from simhash_pg.db import migrate
     from simhash_pg.store import SimhashStore
 
     echo = click.echo

@@ -92,7 +92,7 @@ def fresh_database(dbname: str) -> str:
     import psycopg
     from psycopg import sql
 
-    from simhash_pg.server import get_default_server
+    from simhash_pg.db.server import get_default_server
 
     server = get_default_server()
     server.start(dbname=None)

@@ -19,7 +19,7 @@ _DSN = click.option(
 def _dsn(dsn: str | None) -> str:
     if dsn:
         return dsn
-    from simhash_pg.server import ServerError, get_default_server
+    from simhash_pg.db.server import ServerError, get_default_server
 
     try:
         return get_default_server().start()
@@ -49,7 +49,7 @@ def db() -> None:
 @_DSN
 def upgrade(revision: str, dsn: str | None) -> None:
     """Upgrade the schema to REVISION (default: head); creates it in an empty database."""
-    from simhash_pg import migrate
+    from simhash_pg.db import migrate
 
     target = _dsn(dsn)
     _run("upgrade", migrate.upgrade, target, revision)
@@ -68,7 +68,7 @@ def downgrade(revision: str, dsn: str | None, yes: bool) -> None:
     tables at base; docs/operations.md lists each revision's) says what and
     asks first.
     """
-    from simhash_pg import migrate
+    from simhash_pg.db import migrate
 
     target = _dsn(dsn)
     losses = cast("list[tuple[str, str]]",
@@ -89,7 +89,7 @@ def downgrade(revision: str, dsn: str | None, yes: bool) -> None:
 @_DSN
 def current(dsn: str | None) -> None:
     """Print the schema revision of the database (none for an empty one)."""
-    from simhash_pg import migrate
+    from simhash_pg.db import migrate
 
     rev = _run("reading the revision", migrate.current, _dsn(dsn))
     click.echo(rev or "none")
@@ -102,7 +102,7 @@ def current(dsn: str | None) -> None:
 @_DSN
 def check(dsn: str | None) -> None:
     """Fail if the database's tables differ from the package's models (alembic check)."""
-    from simhash_pg import migrate
+    from simhash_pg.db import migrate
 
     _run("check", migrate.check, _dsn(dsn))
     click.echo("no differences")
