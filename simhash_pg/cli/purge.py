@@ -15,7 +15,7 @@ from datetime import timedelta
 
 import click
 
-from simhash_pg.commands._common import StopSignals, fail, open_store
+from simhash_pg.cli.common import StopSignals, fail, open_store
 
 
 def _age(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:

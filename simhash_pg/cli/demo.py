@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from simhash_pg.commands._common import fail, fresh_database, parse_scheme
-from simhash_pg.commands.dedup import Summary, run_dedup
-from simhash_pg.inputs import Record
+from simhash_pg.cli.common import fail, fresh_database, parse_scheme
+from simhash_pg.cli.dedup import Summary, run_dedup
+from simhash_pg.cli.inputs import Record
 
 if TYPE_CHECKING:
     from simhash_pg.store import AddResult

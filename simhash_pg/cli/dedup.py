@@ -25,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 import psycopg
 
-from simhash_pg.commands._common import (
+from simhash_pg.cli.common import (
     EXIT_OK,
     EXIT_SKIPPED,
     EXIT_STOPPED,
@@ -35,7 +35,7 @@ from simhash_pg.commands._common import (
     open_store,
     store_options,
 )
-from simhash_pg.inputs import FORMATS, BadRecord, InputError, Record, read_inputs
+from simhash_pg.cli.inputs import FORMATS, BadRecord, InputError, Record, read_inputs
 from simhash_pg.text.normalize import fix_surrogates
 from simhash_pg.textrules import check_key
 

@@ -76,7 +76,7 @@ def command(
 ) -> None:
     """Print the 64-bit SimHash fingerprint of each text (no database needed)."""
     from simhash_pg.bits import blocks, hamming, to_signed
-    from simhash_pg.inputs import BadRecord, InputError, read_inputs
+    from simhash_pg.cli.inputs import BadRecord, InputError, read_inputs
     from simhash_pg.text.simhash import Fingerprinter, NoFeaturesError
 
     try:

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from simhash_pg.commands._common import fail, open_store, store_options
+from simhash_pg.cli.common import fail, open_store, store_options
 
 
 def _text_arg(text: str | None, file: str | None) -> str:
