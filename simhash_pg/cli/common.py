@@ -1,23 +1,18 @@
-"""Options and helpers shared by the commands that open a store."""
+"""What the commands share besides their options: exit codes, errors, opening a store, output."""
 
 from __future__ import annotations
 
-import functools
-import os
-import signal
+import dataclasses
+import json
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from types import FrameType
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 if TYPE_CHECKING:
+    from simhash_pg.cli.options import SchemeSpec
     from simhash_pg.store import SimhashStore
-
-F = TypeVar("F", bound=Callable[..., Any])
-T = TypeVar("T")
 
 # Exit codes, documented in the README's CLI reference.
 EXIT_OK = 0
@@ -27,51 +22,20 @@ EXIT_STOPPED = 3  # stopped early (--strict, or a database error); committed wor
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGTERM: 143, 128 + the signal); committed work kept
 
 
-def store_options(func: F) -> F:
-    """--dsn, --scheme, --k and --verify, for every command that opens a store."""
-
-    @click.option("--dsn", envvar="SIMHASH_PG_DSN", default=None, show_envvar=True,
-                  help="PostgreSQL connection string. Default: the embedded server.")
-    @click.option("--scheme", default=None,
-                  help="Fingerprint scheme for a new store (auto, zh-tfidf, words, chars, "
-                       "or a JSON dict). An existing store keeps its own.")
-    @click.option("--k", "k", type=click.IntRange(0, 64), default=None,
-                  help="Hamming distance that counts as a near-duplicate (default: the "
-                       "store's, 3).")
-    @click.option("--verify", type=click.Choice(["off", "short", "all"]), default=None,
-                  help="Re-check text matches: off, short (texts under 50 characters) "
-                       "or all (also long texts, and the sentence signature; the "
-                       "default of a new store). Default: the store's own mode.")
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return func(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def parse_scheme(value: str | None) -> Any:
-    if value is None:
-        return None
-    text = value.strip()
-    if text.startswith("{"):
-        import json
-
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise click.BadParameter(f"not a JSON object: {exc}", param_hint="--scheme") from exc
-    return text
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    click.echo(f"simhash-pg: error: {message}", err=True)
+    sys.exit(code)
 
 
 def open_store(
-    dsn: str | None, scheme: str | None, k: int | None, verify: str | None = None
+    dsn: str | None, scheme: SchemeSpec, k: int | None, verify: str | None = None
 ) -> SimhashStore:
     """Open a store, turning connection and scheme problems into usage errors."""
     import psycopg
 
     from simhash_pg.store import SimhashStore
 
-    kwargs: dict[str, Any] = {"scheme": parse_scheme(scheme)}
+    kwargs: dict[str, Any] = {"scheme": scheme}
     if k is not None:
         kwargs["k"] = k
     if verify is not None:
@@ -102,77 +66,28 @@ def fresh_database(dbname: str) -> str:
     return server.start(dbname=dbname)
 
 
-def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    click.echo(f"simhash-pg: error: {message}", err=True)
-    sys.exit(code)
+def text_of(text: str | None, file: str | None) -> str:
+    """The document of ``options.text_or_file``: TEXT, or the UTF-8 file (- for stdin)."""
+    if (text is None) == (file is None):
+        raise click.UsageError("give either TEXT or --file F (use --file - for stdin)")
+    if file is None:
+        assert text is not None
+        return text
+    raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        fail(f"{file}: not valid UTF-8 ({exc.reason} at byte {exc.start})")
 
 
-class StopRequested(BaseException):
-    """A signal came while :meth:`StopSignals.pull` waited for input."""
+def as_dict(obj: Any) -> dict[str, Any]:
+    """A result (dataclass, named tuple or plain object) as a dict, for JSON output."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if hasattr(obj, "_asdict"):
+        return dict(obj._asdict())
+    return dict(vars(obj))
 
 
-class StopSignals:
-    """SIGINT (Ctrl-C) and SIGTERM, handled alike by every command that works in batches.
-
-    Installed as a context manager. ``graceful=True``: the first signal only
-    asks the command to stop after the batch in hand (``reason`` then says
-    why, and the command's loop checks it), except that input read through
-    :meth:`pull` stops at once, since it may wait forever for a line; a
-    second signal stops at once, as KeyboardInterrupt. ``graceful=False``:
-    KeyboardInterrupt at the first, as Python does for SIGINT. Either way
-    ``exit_code`` is 128 + the signal (130 for SIGINT, 143 for SIGTERM). A
-    signal the process was started with ignored (``nohup``, ``&``) stays
-    ignored.
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self, graceful: bool = True) -> None:
-        self.graceful = graceful
-        self.signum: int | None = None
-        self._reading = False
-        self._saved: dict[int, Any] = {}
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.signum is None:
-            self.signum = signum
-            if self._reading and self.graceful:
-                raise StopRequested
-            if self.graceful:
-                # os.write, not click.echo: the handler may run inside a write to stderr
-                os.write(2, f"simhash-pg: {signal.Signals(signum).name}: stopping after this "
-                            "batch (send it again to stop at once)\n".encode())
-                return
-        raise KeyboardInterrupt
-
-    def pull(self, it: Iterator[T]) -> T:
-        """``next(it)``, or StopRequested if the first signal comes meanwhile."""
-        self._reading = True
-        try:
-            return next(it)
-        finally:
-            self._reading = False
-
-    @property
-    def reason(self) -> str | None:
-        """Why to stop, once a signal came; else None."""
-        if self.signum is None:
-            return None
-        return f"interrupted by {signal.Signals(self.signum).name}"
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + (self.signum or signal.SIGINT)
-
-    def __enter__(self) -> StopSignals:
-        if threading.current_thread() is threading.main_thread():
-            for sig in self.SIGNALS:
-                old = signal.getsignal(sig)
-                if old is not signal.SIG_IGN:
-                    self._saved[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, old in self._saved.items():
-            signal.signal(sig, old if old is not None else signal.SIG_DFL)
-        self._saved.clear()
+def echo_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, ensure_ascii=False, default=str, indent=None))

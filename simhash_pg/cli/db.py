@@ -7,13 +7,7 @@ from typing import cast
 
 import click
 
-_DSN = click.option(
-    "--dsn",
-    envvar="SIMHASH_PG_DSN",
-    show_envvar=True,
-    default=None,
-    help="PostgreSQL connection string. Default: the embedded server's database.",
-)
+from simhash_pg.cli.options import dsn_option
 
 
 def _dsn(dsn: str | None) -> str:
@@ -46,7 +40,7 @@ def db() -> None:
 
 @db.command("upgrade")
 @click.argument("revision", default="head")
-@_DSN
+@dsn_option()
 def upgrade(revision: str, dsn: str | None) -> None:
     """Upgrade the schema to REVISION (default: head); creates it in an empty database."""
     from simhash_pg.db import migrate
@@ -58,7 +52,7 @@ def upgrade(revision: str, dsn: str | None) -> None:
 
 @db.command("downgrade")
 @click.argument("revision", default="base")
-@_DSN
+@dsn_option()
 @click.option("--yes", is_flag=True,
               help="Do not ask before destroying data; needed when stdin is not a terminal.")
 def downgrade(revision: str, dsn: str | None, yes: bool) -> None:
@@ -86,7 +80,7 @@ def downgrade(revision: str, dsn: str | None, yes: bool) -> None:
 
 
 @db.command("current")
-@_DSN
+@dsn_option()
 def current(dsn: str | None) -> None:
     """Print the schema revision of the database (none for an empty one)."""
     from simhash_pg.db import migrate
@@ -99,7 +93,7 @@ def current(dsn: str | None) -> None:
 
 
 @db.command("check")
-@_DSN
+@dsn_option()
 def check(dsn: str | None) -> None:
     """Fail if the database's tables differ from the package's models (alembic check)."""
     from simhash_pg.db import migrate
