@@ -1,45 +1,9 @@
-"""Locate the SQL files and the alembic environment, installed or in a checkout."""
+"""The old path of :mod:`simhash_pg.db.resources`, for the revision files only.
 
-from __future__ import annotations
+``migrations/versions/*.py`` are frozen history and import ``run_sql`` from
+here; everything else imports :mod:`simhash_pg.db.resources`.
+"""
 
-from pathlib import Path
+from simhash_pg.db.resources import migrations_dir, read_sql, run_sql, sql_dir
 
-_PKG = Path(__file__).resolve().parent
-
-
-def _find(installed: str, checkout: str) -> Path:
-    # A wheel carries them inside the package; a source checkout (and an
-    # editable install) has them at the top of the repository.
-    for candidate in (_PKG / installed, _PKG.parent / checkout):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(
-        f"cannot find the {checkout}/ folder of simhash-pg (looked in {_PKG / installed} "
-        f"and {_PKG.parent / checkout}); the installation is incomplete"
-    )
-
-
-def sql_dir() -> Path:
-    return _find("_sql", "sql")
-
-
-def migrations_dir() -> Path:
-    return _find("_migrations", "migrations")
-
-
-def read_sql(name: str) -> str:
-    return (sql_dir() / name).read_text(encoding="utf-8")
-
-
-def run_sql(name: str) -> None:
-    """Run one ``sql/`` file inside the current alembic migration.
-
-    Straight to psycopg, without parameters: the files hold several statements
-    and plpgsql '%' placeholders, which must reach the server untouched. Same
-    connection as alembic's, so the same transaction.
-    """
-    from alembic import op
-
-    conn = op.get_bind().connection.driver_connection
-    assert conn is not None  # alembic runs migrations on an open connection
-    conn.execute(read_sql(name))
+__all__ = ["migrations_dir", "read_sql", "run_sql", "sql_dir"]

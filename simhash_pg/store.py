@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, cast
 import psycopg
 from psycopg.types.json import Jsonb
 
-from simhash_pg import _verified, locking, migrate, textrules
+from simhash_pg import _verified, locking, textrules
 from simhash_pg.bits import (
     MAX_FINGERPRINT,
     check_fingerprint,
@@ -50,6 +50,7 @@ from simhash_pg.bits import (
     to_signed_list,
     to_unsigned,
 )
+from simhash_pg.db import migrate
 from simhash_pg.locking import LockTimeoutError
 from simhash_pg.verify import VERIFY_MODES, VerifyMode
 
@@ -399,7 +400,7 @@ class SimhashStore:
         env = os.environ.get("SIMHASH_PG_DSN")
         if env:
             return migrate.libpq_dsn(env)
-        from simhash_pg.server import get_default_server
+        from simhash_pg.db.server import get_default_server
 
         return get_default_server().start()
 

@@ -61,7 +61,7 @@ def libpq_dsn(url: str) -> str:
 def _config(stdout: Any = None) -> Any:
     from alembic.config import Config
 
-    from simhash_pg.resources import migrations_dir
+    from simhash_pg.db.resources import migrations_dir
 
     cfg = Config(stdout=stdout or io.StringIO())
     cfg.set_main_option("script_location", str(migrations_dir()))
