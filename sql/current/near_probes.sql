@@ -210,9 +210,10 @@ BEGIN
     )
     SELECT * FROM near
     UNION ALL
-    -- a row with a signature has its verification data: never lost
     SELECT s.o::integer, d.id, d.key, simhash_hamming(d.fingerprint, s.fp), d.meta,
-           d.verify_text, d.sentence_sig, false
+           d.verify_text, d.sentence_sig,
+           coalesce(d.verify_text IS NULL AND d.id <= v_lost_max
+                    AND d.created_at <= v_lost_until, false)
     FROM unnest(fps, sigs) WITH ORDINALITY AS s (fp, sig, o)
     JOIN simhash_documents d ON d.sentence_sig = s.sig
     WHERE sigs IS NOT NULL
