@@ -28,6 +28,16 @@ def migrations_dir() -> Path:
     return _find("_migrations", "migrations")
 
 
+def current_sql_files() -> list[Path]:
+    """``sql/current/*.sql``, today's SQL functions, in the order they run: by name.
+
+    Each file calls only functions of its own or of files before it, so on a
+    database at head they can be run in this order (tests/test_sql_current.py).
+    The migrations never run them: they run the numbered files, frozen history.
+    """
+    return sorted((sql_dir() / "current").glob("*.sql"))
+
+
 def read_sql(name: str) -> str:
     return (sql_dir() / name).read_text(encoding="utf-8")
 
