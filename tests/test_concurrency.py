@@ -128,7 +128,7 @@ def test_concurrent_dedup_keeps_one_of_each_near_duplicate_group(
 
 def test_batch_lock_keys_are_the_keys_simhash_add_takes(pg: psycopg.Connection) -> None:
     from simhash_pg.bits import to_signed
-    from simhash_pg.locking import batch_lock_keys
+    from simhash_pg.store.locking import batch_lock_keys
 
     fps = [*make_pool()[:50], 0, 2**64 - 1, 2**63 - 1, 2**63]
     key1, key2 = batch_lock_keys(fps)

@@ -175,7 +175,7 @@ def throwaway_server(dbname: str = "bench", *, small: bool = False) -> Iterator[
 def _binary_rows(ids: I64, fps: U64, *, as_bit: bool) -> bytes:
     """COPY BINARY rows (id bigint, fingerprint bigint | bit(64)), built by NumPy."""
     # The binary COPY framing is the store's; only the rows differ here.
-    from simhash_pg.store import _PGCOPY_HEADER, _PGCOPY_TRAILER
+    from simhash_pg.store.core import _PGCOPY_HEADER, _PGCOPY_TRAILER
 
     fields: list[tuple[str, str]] = [("n", ">i2"), ("l1", ">i4"), ("id", ">i8"), ("l2", ">i4")]
     if as_bit:

@@ -81,9 +81,8 @@ def stream(seed: int, count: int, dup_rate: float) -> list[int]:
 
 def _client(args: tuple[str, str, int, float, int, float, Any, Any]) -> None:
     dsn, path, seed, seconds, batch, dup_rate, barrier, out = args
-    from simhash_pg import locking
-    from simhash_pg import store as store_mod
-    from simhash_pg.store import SimhashStore
+    from simhash_pg.store import SimhashStore, locking
+    from simhash_pg.store import core as store_mod
 
     asynchronous = path == "add async"
     # This forked client patches the runtime's globals (the batch lock mode,

@@ -19,7 +19,7 @@ from simhash_pg.commands._common import StopSignals, fail, open_store
 
 
 def _age(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
-    from simhash_pg.retention import parse_age
+    from simhash_pg.store.retention import parse_age
 
     try:
         return parse_age(value)
@@ -41,7 +41,7 @@ def _age(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
 def command(older_than: timedelta, batch_size: int, max_seconds: float | None, dry_run: bool,
             as_json: bool, dsn: str | None) -> None:
     """Delete documents older than the retention window (e.g. --older-than 2d)."""
-    from simhash_pg import retention
+    from simhash_pg.store import retention
 
     # SIGTERM stops it as Ctrl-C does: at once, since each batch is committed on its own
     with StopSignals(graceful=False) as signals, open_store(dsn, None, None) as store:

@@ -17,7 +17,7 @@ from typing import Any
 
 from simhash_pg.text.normalize import normalize
 from simhash_pg.text.signatures import sentence_signature_normalized
-from simhash_pg.verify import (
+from simhash_pg.verify.rule import (
     TEXT_LOST,
     VERIFY_MODES,
     VerifyMode,

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, cast
 import psycopg
 from psycopg.types.json import Jsonb
 
-from simhash_pg import _verified, locking, migrate, textrules
+from simhash_pg import migrate, textrules
 from simhash_pg.bits import (
     MAX_FINGERPRINT,
     check_fingerprint,
@@ -50,11 +50,13 @@ from simhash_pg.bits import (
     to_signed_list,
     to_unsigned,
 )
-from simhash_pg.locking import LockTimeoutError
+from simhash_pg.store import locking
+from simhash_pg.store.locking import LockTimeoutError
 from simhash_pg.verify import VERIFY_MODES, VerifyMode
+from simhash_pg.verify import candidates as _verified
 
 if TYPE_CHECKING:
-    from simhash_pg.retention import PurgeResult
+    from simhash_pg.store.retention import PurgeResult
     from simhash_pg.text.schemes import Scheme
     from simhash_pg.text.simhash import Fingerprinter
 
@@ -293,7 +295,7 @@ class SimhashStore:
         add_many(dedup=True) batches take the pigeonhole advisory locks of
         their fingerprints (or, for k > 3 or huge batches, the store-wide
         one), so batches and adds side by side never store two
-        near-duplicates (default; see simhash_pg/locking.py).
+        near-duplicates (default; see simhash_pg/store/locking.py).
     lock_timeout:
         Seconds one wait for the writers' advisory locks may last (default
         30; None: no limit but the session's own ``lock_timeout``). A wait
@@ -351,7 +353,7 @@ class SimhashStore:
             raise ValueError(f"on_duplicate must be 'skip' or 'link', got {on_duplicate!r}")
         self.on_duplicate: OnDuplicate = on_duplicate
         # add_many(dedup=True) batches lock out the writers they could race
-        # with (simhash_pg/locking.py); off only to measure what that costs.
+        # with (simhash_pg/store/locking.py); off only to measure what that costs.
         self.lock_batches = lock_batches
         self._dsn = self._resolve_dsn(dsn, engine)
         self._conn = self._connect(self._dsn, connect_timeout)
@@ -784,9 +786,9 @@ class SimhashStore:
     ) -> PurgeResult:
         """Delete documents older than ``older_than`` (default: the store's retention).
 
-        Batched, a commit per batch; see :func:`simhash_pg.retention.purge`.
+        Batched, a commit per batch; see :func:`simhash_pg.store.retention.purge`.
         """
-        from simhash_pg import retention
+        from simhash_pg.store import retention
 
         window = older_than if older_than is not None else self.retention
         if window is None:
@@ -855,7 +857,7 @@ class SimhashStore:
         Within a batch, documents are decided in input order exactly as
         sequential :meth:`add` calls would decide them. A batch first takes
         the locks of its keys (and, with dedup, of its fingerprints;
-        simhash_pg/locking.py), so concurrent writers of the same keys or of
+        simhash_pg/store/locking.py), so concurrent writers of the same keys or of
         near-duplicates take turns; a batch that still loses a race (a
         deadlock, a key stored outside the lock protocol) is rerun with
         backoff, and a lock wait over ``lock_timeout`` is retried, then
