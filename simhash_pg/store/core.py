@@ -52,8 +52,8 @@ from simhash_pg.bits import (
 )
 from simhash_pg.store import locking
 from simhash_pg.store.locking import LockTimeoutError
-from simhash_pg.verify import VERIFY_MODES, VerifyMode
-from simhash_pg.verify import candidates as _verified
+from simhash_pg.verify import VERIFY_MODES, VerifyMode, VerifyPolicy, VText
+from simhash_pg.verify import candidates as _cands
 
 if TYPE_CHECKING:
     from simhash_pg.store.retention import PurgeResult
@@ -372,9 +372,9 @@ class SimhashStore:
         if retention is not None:
             self._ensure_partitions()
         self._fingerprinter: Fingerprinter | None = None
-        self.verify: VerifyMode = verify or stored_verify
-        # what writers keep: never less than the database's own mode
-        self._keep: VerifyMode = _verified.stronger(self.verify, stored_verify)
+        # every question of the verify mode: verify, widen k, keep texts, signatures
+        self.policy = VerifyPolicy(verify or stored_verify, recorded=stored_verify)
+        self.verify: VerifyMode = self.policy.mode
 
     def _ensure_partitions(self) -> None:
         """Make today's and the next days' partitions, if missing (best effort).
@@ -552,17 +552,11 @@ class SimhashStore:
     def _k(self, k: int | None) -> int:
         return self.k if k is None else _check_k(k)
 
-    def _vtext(self, text: str) -> _verified.VText | None:
-        """What verification needs of a text, or None when neither mode needs it."""
-        if self.verify == "off" and self._keep == "off":
+    def _vtext(self, text: str) -> VText | None:
+        """What verification needs of a text, or None when the policy needs nothing."""
+        if not self.policy.needs_text:
             return None
-        sc = self._scheme
-        return _verified.prepare(text, html=sc.html, t2s=sc.t2s,
-                                 signature="all" in (self.verify, self._keep))
-
-    @property
-    def _needs_text(self) -> bool:
-        return self.verify != "off" or self._keep != "off"
+        return self.policy.prepare(self.fingerprinter.normalize(text))
 
     def _retrying(self, attempt: Callable[[], _T], *, retry: bool = True) -> _T:
         """``attempt()`` (one transaction), rerun with backoff after a race it lost.
@@ -645,7 +639,7 @@ class SimhashStore:
         )
 
     def _add_verified(
-        self, fp: int, vt: _verified.VText, key: str | None, meta: dict[str, Any] | None,
+        self, fp: int, vt: VText, key: str | None, meta: dict[str, Any] | None,
         k: int, policy: OnDuplicate, dedup: bool,
     ) -> AddResult:
         """add() of a text when verification is on or its text is kept.
@@ -655,16 +649,14 @@ class SimhashStore:
         text), then looks up the key and the candidates, then inserts: three
         round trips where ``simhash_add`` needs one.
         """
-        from simhash_pg.verify import query_k
-
         conn = self._conn
         signed = to_signed(fp)
-        vtext, sig = _verified.stored_fields(vt, self._keep)
+        vtext, sig = self.policy.stored_fields(vt)
 
         def attempt() -> AddResult:
             with conn.transaction():
                 # the fingerprint's locks (and the key's), or the key's alone
-                locking.lock_batch(conn, [fp], query_k(vt.text, k, self.verify),
+                locking.lock_batch(conn, [fp], self.policy.radius(vt.text, k),
                                    [key] if key is not None else (), dedup=dedup)
                 if key is not None:
                     row = conn.execute(_KEYS, [[key]], prepare=True).fetchone()
@@ -673,7 +665,7 @@ class SimhashStore:
                                          key=key, existing_key=True)
                 best = None
                 if dedup:
-                    found = _verified.candidates(conn, [signed], [vt], k, self.verify)[0]
+                    found = _cands.lookup(conn, [signed], [vt], k, self.policy)[0]
                     best = found[0] if found else None
                 if best is not None and policy == "skip":
                     return AddResult(best.id, fp, best.id, best.distance, False, key=key,
@@ -704,9 +696,9 @@ class SimhashStore:
                                   or limit < 1):
             raise ValueError(f"limit must be None or an int >= 1, got {limit!r}")
         fp = self.fingerprint(doc)
-        vt = self._vtext(doc) if isinstance(doc, str) and self.verify != "off" else None
+        vt = self._vtext(doc) if isinstance(doc, str) and self.policy.verifies else None
         if vt is not None:
-            found = _verified.candidates(self._conn, [to_signed(fp)], [vt], kk, self.verify)[0]
+            found = _cands.lookup(self._conn, [to_signed(fp)], [vt], kk, self.policy)[0]
             return [Match(c.id, c.key, c.distance, c.meta) for c in found[:limit]]
         rows = self._conn.execute(_NEAR, [to_signed(fp), kk, limit], prepare=True).fetchall()
         return [Match(r[0], r[1], r[2], r[3]) for r in rows]
@@ -724,7 +716,7 @@ class SimhashStore:
         if not fps:
             return out
         signed = to_signed_list(fps)
-        ver = [i for i, d in enumerate(items) if isinstance(d, str)] if self.verify != "off" else []
+        ver = [i for i, d in enumerate(items) if isinstance(d, str)] if self.policy.verifies else []
         plain = sorted(set(range(len(items))) - set(ver))
         if plain:
             rows = self._conn.execute(
@@ -734,8 +726,8 @@ class SimhashStore:
                 out[plain[q - 1]].append(Match(id_, key, dist, meta))
         if ver:
             vts = [self._vtext(items[i]) for i in ver]  # type: ignore[arg-type]
-            hits = _verified.candidates(self._conn, [signed[i] for i in ver],
-                                        vts, kk, self.verify)  # type: ignore[arg-type]
+            hits = _cands.lookup(self._conn, [signed[i] for i in ver],
+                                 vts, kk, self.policy)  # type: ignore[arg-type]
             for i, cands in zip(ver, hits, strict=True):
                 out[i] = [Match(c.id, c.key, c.distance, c.meta) for c in cands]
         return out
@@ -898,7 +890,7 @@ class SimhashStore:
 
     def _prepare_batch(
         self, batch: Sequence[Any], workers: int | None,
-        vtexts: dict[int, _verified.VText] | None = None,
+        vtexts: dict[int, VText] | None = None,
     ) -> tuple[list[tuple[int, str | None, dict[str, Any] | None]], list[AddResult | None]]:
         """Validate and fingerprint; returns per-doc (fp, key, meta) and error results.
 
@@ -939,10 +931,8 @@ class SimhashStore:
         text_idx = [i for i, p in enumerate(parsed) if p is not None and isinstance(p[0], str)]
         fps: dict[int, int | None] = {}
         if text_idx and vtexts is not None:
-            also = (_verified.from_norm_sig if "all" in (self.verify, self._keep)
-                    else _verified.from_norm)
             pairs = self.fingerprinter.fingerprint_many_also(
-                [parsed[i][0] for i in text_idx], also, workers  # type: ignore[index]
+                [parsed[i][0] for i in text_idx], self.policy.prepare, workers  # type: ignore[index]
             )
             for i, (f, v) in zip(text_idx, pairs, strict=True):
                 fps[i] = f
@@ -980,14 +970,12 @@ class SimhashStore:
         self, batch: Sequence[Any], dedup: bool, k: int, policy: OnDuplicate,
         workers: int | None,
     ) -> list[AddResult]:
-        vts: dict[int, _verified.VText] = {}
+        vts: dict[int, VText] = {}
         prepared, errors = self._prepare_batch(batch, workers,
-                                               vts if self._needs_text else None)
+                                               vts if self.policy.needs_text else None)
         radius = k
-        if self.verify != "off" and vts:
-            from simhash_pg.verify import query_k
-
-            radius = max(query_k(v.text, k, self.verify) for v in vts.values())
+        if self.policy.verifies and vts:
+            radius = max(self.policy.radius(v.text, k) for v in vts.values())
         ok = [p for p, e in zip(prepared, errors, strict=True) if e is None]
         keys = [p[1] for p in ok if p[1] is not None]
         # lock_batches=False (a benchmark's comparison) leaves out the
@@ -1010,16 +998,15 @@ class SimhashStore:
         dedup: bool,
         k: int,
         policy: OnDuplicate,
-        vts: dict[int, _verified.VText],
+        vts: dict[int, VText],
     ) -> list[AddResult]:
         n = len(prepared)
         valid = [i for i in range(n) if errors[i] is None]
         keys = list({prepared[i][1] for i in valid if prepared[i][1] is not None})
         signed = to_signed_list(prepared[i][0] for i in valid)
         signed_at = dict(zip(valid, signed, strict=True))
-        mode = self.verify
         # verified: text documents when verification is on; plain: the others
-        verified = [i for i in valid if i in vts] if mode != "off" else []
+        verified = [i for i in valid if i in vts] if self.policy.verifies else []
         plain = [i for i in valid if i not in vts] if verified else valid
         conn = self._conn
         # One round trip: existing keys, nearest stored match per fingerprint, ids.
@@ -1040,9 +1027,9 @@ class SimhashStore:
                 nearest[plain[q - 1]] = (id_, key, dist)
         ids = [r[0] for r in c_ids.fetchall()] if c_ids is not None else []
         if dedup and verified:
-            # one more round trip: every candidate, re-checked (_verified.py)
-            hits = _verified.candidates(conn, [signed_at[i] for i in verified],
-                                        [vts[i] for i in verified], k, mode)
+            # one more round trip: every candidate, re-checked (verify/candidates.py)
+            hits = _cands.lookup(conn, [signed_at[i] for i in verified],
+                                 [vts[i] for i in verified], k, self.policy)
             for i, cands in zip(verified, hits, strict=True):
                 if cands:
                     c = cands[0]
@@ -1082,7 +1069,7 @@ class SimhashStore:
             dup_of = best[1] if best is not None else None
             results[i] = AddResult(new_id, fp, dup_of, best[0] if best else None, True, key=key,
                                    duplicate_key=best[2] if best else None)
-            vtext, sig = _verified.stored_fields(vts.get(i), self._keep)
+            vtext, sig = self.policy.stored_fields(vts.get(i))
             if dedup:
                 index.add(fp, new_id, key, vtext, sig)
             if key is not None:
@@ -1099,28 +1086,26 @@ class SimhashStore:
         return final
 
     def _batch_match(
-        self, index: _BatchIndex, fp: int, vt: _verified.VText, k: int
+        self, index: _BatchIndex, fp: int, vt: VText, k: int
     ) -> tuple[int, int, str | None] | None:
         """The nearest accepted row stored earlier in this batch: what add() would find."""
-        from simhash_pg.verify import filter_candidates, query_k
-
-        mode = self.verify
-        hits = index.within(fp, query_k(vt.text, k, mode))
-        if vt.sig is not None and mode == "all":
+        policy = self.policy
+        hits = index.within(fp, policy.radius(vt.text, k))
+        if vt.sig is not None and policy.signature:
             seen = {pos for pos, _ in hits}
             hits += [(pos, (index.fps[pos] ^ fp).bit_count())
                      for pos in index.by_sig.get(vt.sig, ()) if pos not in seen]
-        hits.sort(key=lambda pd: (pd[1], pd[0]))  # nearest, then earliest (= lowest id)
-        kept = filter_candidates(
+        kept = _cands.filter_candidates(
             vt.text,
-            ((pos, d, index.vtexts[pos], vt.sig is not None and index.sigs[pos] == vt.sig)
+            (_cands.Candidate(index.ids[pos], index.keys[pos], d, None, index.vtexts[pos],
+                              vt.sig is not None and index.sigs[pos] == vt.sig)
              for pos, d in hits),
-            k, mode,
+            k, policy,
         )
         if not kept:
             return None
-        pos, d = kept[0]
-        return (d, index.ids[pos], index.keys[pos])
+        c = kept[0]
+        return (c.distance, c.id, c.key)
 
     def bulk_load(
         self,
@@ -1204,9 +1189,9 @@ class SimhashStore:
                     _copy_fingerprints(conn, fps, next_id, target)
                     next_id += len(batch)
                     continue
-                vts: dict[int, _verified.VText] = {}
+                vts: dict[int, VText] = {}
                 prepared, errors = self._prepare_batch(batch, workers,
-                                                       vts if self._needs_text else None)
+                                                       vts if self.policy.needs_text else None)
                 bad = [e for e in errors if e is not None]
                 if bad:
                     raise ValueError(f"bulk_load: {bad[0].error}")
@@ -1214,7 +1199,7 @@ class SimhashStore:
                     copy.set_types(_COPY_TYPES)
                     for i, (fp, key, meta) in enumerate(prepared):
                         # what the row keeps for verification, as add() would
-                        vtext, sig = _verified.stored_fields(vts.get(i), self._keep)
+                        vtext, sig = self.policy.stored_fields(vts.get(i))
                         copy.write_row((next_id, key, to_signed(fp), None,
                                         Jsonb(meta) if meta is not None else None, vtext, sig))
                         next_id += 1

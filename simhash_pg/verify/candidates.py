@@ -1,47 +1,33 @@
-"""Verified look-ups for the store: index candidates re-checked by ``simhash_pg.verify``.
+"""Candidate look-up: index candidates re-checked by the duplicate rule.
 
-The index answers "which fingerprints lie within r bits"; verification then
-decides which of those are near-duplicates (:func:`simhash_pg.verify.accept`).
-So a verified look-up asks the index at the radius :func:`~simhash_pg.verify.query_k`
-gives (wider than k for short texts, and for every text under ``"all"``),
-adds the rows whose sentence signature equals the query's (``"all"`` only),
-and keeps what :func:`~simhash_pg.verify.accept` accepts, nearest first, ties
-by id: the order ``near()`` has without verification.
+The index answers "which fingerprints lie within r bits"; the rule then
+decides which of those are near-duplicates (:meth:`VerifyPolicy.accept
+<simhash_pg.verify.rule.VerifyPolicy.accept>`). So a verified look-up asks
+the index at the policy's radius (wider than k for short texts, and for
+every text under ``"all"``), adds the rows whose sentence signature equals
+the query's (when the policy uses signatures), and keeps what the rule
+accepts, nearest first, ties by id: the order ``near()`` has without
+verification.
+
+Single adds, ``near`` and ``near_many`` look up stored rows with
+:func:`lookup`; a batch looks up its stored rows with it too, and its own
+earlier rows through :func:`filter_candidates` (``simhash_pg/store/batch.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
-from simhash_pg.text.normalize import normalize
-from simhash_pg.text.signatures import sentence_signature_normalized
-from simhash_pg.verify.rule import (
-    TEXT_LOST,
-    VERIFY_MODES,
-    VerifyMode,
-    alnum_only,
-    filter_candidates,
-    keep_text,
-    query_k,
-)
+from simhash_pg.verify.rule import TEXT_LOST, StoredText, VerifyMode, VerifyPolicy, policy_for
+from simhash_pg.verify.similarity import VText
 
-__all__ = [
-    "Candidate",
-    "VText",
-    "candidates",
-    "from_norm",
-    "from_norm_sig",
-    "prepare",
-    "stored_fields",
-    "stronger",
-]
+__all__ = ["Candidate", "filter_candidates", "lookup"]
 
 # Candidates within radius of each query, with what verification reads. The
 # last column: the row's verification data was lost (stored before revision
 # 0003 added the columns, as simhash_meta's 'unverified_rows' records, see
-# sql/0003_verification.sql), so verify.accept judges it by distance alone.
+# sql/0003_verification.sql), so the rule judges it by distance alone.
 _NEAR = (
     "SELECT n.query, n.id, n.key, n.distance, d.meta, d.verify_text, d.sentence_sig,"
     " coalesce(d.verify_text IS NULL AND d.id <= (u.value->>'max_id')::bigint"
@@ -59,59 +45,44 @@ _SIG = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class VText:
-    """What verification needs of one text document."""
+class Candidate(NamedTuple):
+    """A row the index returned for a query, and what the rule reads of it.
 
-    text: str  # the verification text (verify.verification_text)
-    sig: int | None  # signed sentence signature, computed under "all" only
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A stored row the index returned for a query, and its distance."""
+    A NamedTuple: a look-up builds many, and a frozen dataclass costs several
+    times as much to build.
+    """
 
     id: int
     key: str | None
     distance: int
-    meta: dict[str, Any] | None
+    meta: dict[str, Any] | None = None
+    text: StoredText = None  # its verification text; None: not kept; TEXT_LOST
+    signature_match: bool = False  # its sentence signature equals the query's
 
 
-def stronger(a: VerifyMode, b: VerifyMode) -> VerifyMode:
-    """The mode that keeps more text: what a writer keeps when two modes meet."""
-    return a if VERIFY_MODES.index(a) >= VERIFY_MODES.index(b) else b
+def filter_candidates(
+    query_norm: str,
+    candidates: Iterable[Candidate],
+    k: int,
+    policy: VerifyPolicy | VerifyMode = "short",
+) -> list[Candidate]:
+    """The candidates the rule accepts, nearest first, ties by id.
+
+    For ``add(dedup=True)``: the first one, if any, is the document it duplicates.
+    """
+    p = policy_for(policy)
+    kept = [c for c in candidates
+            if p.accept(query_norm, c.text, c.distance, k, signature_match=c.signature_match)]
+    kept.sort(key=lambda c: (c.distance, c.id))
+    return kept
 
 
-def prepare(text: str, *, html: bool, t2s: bool, signature: bool) -> VText:
-    """Verification text (and signature) of a document; one normalisation for both."""
-    norm = normalize(text, html=html, t2s=t2s)
-    return from_norm_sig(norm) if signature else from_norm(norm)
-
-
-# For Fingerprinter.fingerprint_many_also: module-level, so workers can run them.
-def from_norm(norm: str) -> VText:
-    """VText of an already normalised text, without a signature."""
-    return VText(alnum_only(norm), None)
-
-
-def from_norm_sig(norm: str) -> VText:
-    """VText of an already normalised text, with its sentence signature."""
-    return VText(alnum_only(norm), sentence_signature_normalized(norm))
-
-
-def stored_fields(v: VText | None, keep: VerifyMode) -> tuple[str | None, int | None]:
-    """The (verify_text, sentence_sig) a row stores under the keep mode."""
-    if v is None or keep == "off":
-        return None, None
-    return (v.text if keep_text(v.text, keep) else None), (v.sig if keep == "all" else None)
-
-
-def candidates(
+def lookup(
     conn: Any,
     fps: Sequence[int],
     texts: Sequence[VText],
     k: int,
-    mode: VerifyMode,
+    policy: VerifyPolicy,
 ) -> list[list[Candidate]]:
     """Per query (signed fingerprint + its VText): the accepted stored rows, nearest first.
 
@@ -119,11 +90,10 @@ def candidates(
     and the signature look-up, pipelined.
     """
     n = len(fps)
-    radius = [query_k(t.text, k, mode) for t in texts]
     groups: dict[int, list[int]] = {}
-    for i, r in enumerate(radius):
-        groups.setdefault(r, []).append(i)
-    sig_pos = [i for i, t in enumerate(texts) if t.sig is not None] if mode == "all" else []
+    for i, t in enumerate(texts):
+        groups.setdefault(policy.radius(t.text, k), []).append(i)
+    sig_pos = [i for i, t in enumerate(texts) if t.sig is not None] if policy.signature else []
     with conn.pipeline():
         curs = [
             (pos, conn.execute(_NEAR, [[fps[i] for i in pos], r], prepare=True))
@@ -144,14 +114,10 @@ def candidates(
     out: list[list[Candidate]] = []
     for i in range(n):
         qt = texts[i]
-        # ordered by (distance, id) first: filter_candidates keeps ties in order
-        found = sorted(rows[i].values(), key=lambda r: (r[2], r[0]))
-        kept = filter_candidates(
-            qt.text,
-            ((Candidate(id_, key, dist, meta), dist, TEXT_LOST if lost else vtext,
-              qt.sig is not None and sig == qt.sig)
-             for id_, key, dist, meta, vtext, sig, lost in found),
-            k, mode,
+        found = (
+            Candidate(id_, key, dist, meta, TEXT_LOST if lost else vtext,
+                      qt.sig is not None and sig == qt.sig)
+            for id_, key, dist, meta, vtext, sig, lost in rows[i].values()
         )
-        out.append([c for c, _ in kept])
+        out.append(filter_candidates(qt.text, found, k, policy))
     return out

@@ -1,76 +1,72 @@
-"""Exact re-check of SimHash candidates: short-text verification and a precision guard.
+"""The duplicate rule, written once, and the policy of a verify mode.
 
 A 64-bit SimHash of a 20-character title has too few features to be reliable:
 one changed character moves it by 5-15 bits, and unrelated titles can land
 close. So for short texts the store widens k (to :data:`SHORT_K`) and keeps
-only candidates whose *exact* similarity passes :data:`SHORT_THRESHOLD`. The
-same check can guard long texts too (:data:`LONG_K`, :data:`LONG_THRESHOLD`).
+only candidates whose *exact* similarity (:mod:`simhash_pg.verify.similarity`)
+passes :data:`SHORT_THRESHOLD`. The same check can guard long texts too
+(:data:`LONG_K`, :data:`LONG_THRESHOLD`).
 
-The similarity is the Jaccard index of the sets of character n-grams of the
-*verification text*: the normalised text (:func:`simhash_pg.text.normalize.normalize`)
-with everything but letters, digits and combining marks removed, so spacing,
-punctuation and full-/half-width forms never count. n = 2 when either side is
-short, else 3. Both choices were measured against ``rapidfuzz.fuzz.ratio`` on
-``../shared/eval`` (``docs/quality.md``): Jaccard won on both pair sets.
+The rule is :meth:`VerifyPolicy.test` (which distance, signature and
+similarity a pair must meet) applied by :func:`judge`. Everything decides
+through it: the single add and ``near`` (:mod:`simhash_pg.verify.candidates`),
+the batch's in-batch matches (``simhash_pg/store/batch.py``) and the
+evaluation's vectorised :meth:`VerifyPolicy.decide` (``lab/quality.py``).
 
+    >>> from simhash_pg.verify.similarity import verification_text
     >>> a = verification_text("Stocks rally as oil falls")
-    >>> b = verification_text("Stocks rally as oil falls - BBC News")
-    >>> round(verify(a, b), 3)
-    0.72
     >>> is_near_duplicate(a, a)
+    True
+    >>> VerifyPolicy("all").accept(a, a, 11, 3)
     True
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
-from typing import Final, Literal, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from simhash_pg.text.charclass import alnum_only
-from simhash_pg.text.normalize import normalize
+from simhash_pg.verify.similarity import (
+    SHORT_TEXT_CHARS,
+    VText,
+    from_norm,
+    from_norm_sig,
+    is_short,
+    similarity,
+)
 
 __all__ = [
     "KEEP_TEXT_CHARS",
     "LONG_K",
-    "LONG_NGRAM",
     "LONG_THRESHOLD",
     "SHORT_K",
-    "SHORT_NGRAM",
-    "SHORT_TEXT_CHARS",
     "SHORT_THRESHOLD",
     "TEXT_LOST",
     "VERIFY_MODES",
-    "Candidate",
     "StoredText",
+    "Test",
     "VerifyMode",
+    "VerifyPolicy",
     "accept",
-    "alnum_only",
-    "filter_candidates",
     "is_near_duplicate",
-    "is_short",
+    "judge",
     "keep_text",
-    "ngram_for",
+    "policy_for",
     "query_k",
-    "shingles",
-    "similarity",
+    "stronger",
     "threshold_for",
-    "verification_text",
-    "verify",
 ]
 
-# A text is short when its verification text has fewer characters than this.
-# Titles and comments fall below, every news article and licence above.
-SHORT_TEXT_CHARS = 50
 # Measured on pairs_short.jsonl (docs/quality.md): F1 of "Hamming <= k and
 # Jaccard >= threshold" is 0.927 at k = 11 (0.918 on a second draw of the set)
 # and creeps up only slowly beyond; k <= 11 still needs only 2-bit probes per
 # 16-bit block in the store, like k = 8.
 SHORT_K = 11
-SHORT_NGRAM = 2
 SHORT_THRESHOLD = 0.72
 # Long texts, when verification guards them. k = 11 is the largest k that
 # still needs only 2-bit probes per block (k = 12 needs 3-bit probes: about 4x
@@ -78,97 +74,11 @@ SHORT_THRESHOLD = 0.72
 # verified too), texts of 200+ characters reach P 0.989, R 0.957 on two draws
 # of the eval set (docs/quality.md); without it R is 0.949-0.950.
 LONG_K = 11
-LONG_NGRAM = 3
 LONG_THRESHOLD = 0.78
 # With verification only for short texts, a store needs the verification text
 # of documents below this length: a pair with a short side and a side at least
 # twice as long cannot reach SHORT_THRESHOLD, so longer texts need no copy.
 KEEP_TEXT_CHARS = 2 * SHORT_TEXT_CHARS
-
-
-def verification_text(text: str, *, html: bool = False, t2s: bool = True) -> str:
-    """The text verification compares: normalised, letters, digits and marks only.
-
-    ``html`` and ``t2s`` should match the store's fingerprint scheme. This is
-    what a store keeps per document when verification is on.
-    """
-    return alnum_only(normalize(text, html=html, t2s=t2s))
-
-
-def is_short(norm: str) -> bool:
-    """Whether a verification text counts as short (< :data:`SHORT_TEXT_CHARS`)."""
-    return len(norm) < SHORT_TEXT_CHARS
-
-
-def ngram_for(a_norm: str, b_norm: str) -> int:
-    """Shingle size for a pair: bigrams when either side is short, else trigrams."""
-    return SHORT_NGRAM if is_short(a_norm) or is_short(b_norm) else LONG_NGRAM
-
-
-def threshold_for(a_norm: str, b_norm: str) -> float:
-    """The verification threshold for a pair (short if either side is short)."""
-    return SHORT_THRESHOLD if is_short(a_norm) or is_short(b_norm) else LONG_THRESHOLD
-
-
-def shingles(norm: str, n: int) -> frozenset[str]:
-    """Set of character ``n``-grams; a text shorter than ``n`` is its own shingle."""
-    if n < 1:
-        raise ValueError("n must be >= 1")
-    if len(norm) < n:
-        return frozenset((norm,)) if norm else frozenset()
-    return frozenset(norm[i : i + n] for i in range(len(norm) - n + 1))
-
-
-def _gram_codes(norm: str, n: int) -> npt.NDArray[np.int64]:
-    """Sorted distinct n-grams (n <= 3) as integers: 21 bits per code point.
-
-    A bijection with the set of n-gram strings, so Jaccard is unchanged; NumPy
-    makes a 2,000-character pair about 20x faster than Python sets.
-    """
-    cps = np.frombuffer(norm.encode("utf-32-le"), dtype="<u4").astype(np.int64)
-    if len(cps) < n:
-        return cps[:0]
-    codes = cps[: len(cps) - n + 1].copy()
-    for j in range(1, n):
-        codes = (codes << 21) | cps[j : len(cps) - n + 1 + j]
-    return np.unique(codes)
-
-
-def similarity(a_norm: str, b_norm: str, n: int | None = None) -> float:
-    """Jaccard index of the character ``n``-gram sets (n from :func:`ngram_for`).
-
-    1.0 for equal texts (two empty texts included), 0.0 when only one is empty.
-    Symmetric, in [0, 1].
-    """
-    if a_norm == b_norm:
-        return 1.0
-    size = ngram_for(a_norm, b_norm) if n is None else n
-    if not a_norm or not b_norm:
-        return 0.0
-    if size <= 3 and len(a_norm) >= size and len(b_norm) >= size:
-        ga, gb = _gram_codes(a_norm, size), _gram_codes(b_norm, size)
-        inter = len(np.intersect1d(ga, gb, assume_unique=True))
-        return inter / (len(ga) + len(gb) - inter)
-    sa, sb = shingles(a_norm, size), shingles(b_norm, size)
-    inter = len(sa & sb)
-    return inter / (len(sa) + len(sb) - inter)
-
-
-def verify(query_norm: str, candidate_norm: str) -> float:
-    """Similarity of a query and a candidate verification text (see :func:`similarity`)."""
-    return similarity(query_norm, candidate_norm)
-
-
-def is_near_duplicate(
-    query_norm: str, candidate_norm: str, *, threshold: float | None = None
-) -> bool:
-    """Whether a candidate passes verification (threshold from :func:`threshold_for`)."""
-    t = threshold_for(query_norm, candidate_norm) if threshold is None else threshold
-    return verify(query_norm, candidate_norm) >= t
-
-
-# --------------------------------------------------------------------------
-# the store's policy, in one place
 
 VerifyMode = Literal["off", "short", "all"]
 VERIFY_MODES: tuple[VerifyMode, ...] = ("off", "short", "all")
@@ -187,30 +97,215 @@ TEXT_LOST: Final = _Lost.TEXT_LOST
 StoredText = str | None | Literal[_Lost.TEXT_LOST]
 
 
-def _mode(mode: str) -> VerifyMode:
-    if mode not in VERIFY_MODES:
+def threshold_for(a_norm: str, b_norm: str) -> float:
+    """The similarity threshold for a pair (short if either side is short)."""
+    return SHORT_THRESHOLD if is_short(a_norm) or is_short(b_norm) else LONG_THRESHOLD
+
+
+def is_near_duplicate(
+    query_norm: str, candidate_norm: str, *, threshold: float | None = None
+) -> bool:
+    """Whether two verification texts pass the similarity test alone (no distance)."""
+    t = threshold_for(query_norm, candidate_norm) if threshold is None else threshold
+    return similarity(query_norm, candidate_norm) >= t
+
+
+class Test(NamedTuple):
+    """What a pair must meet: the fingerprint part, then the text part."""
+
+    radius: int  # Hamming distance <= radius passes the fingerprint part...
+    signature: bool  # ...and so does an equal sentence signature, when True
+    threshold: float | None  # similarity must reach it; None: not measured
+
+
+def judge(test: Test, distance: Any, signature_match: Any, measure: Callable[[], Any]) -> Any:
+    """Whether pairs meet ``test``: ``(distance <= radius or signature) and similarity``.
+
+    Scalars (one candidate) or NumPy arrays (the evaluation's pairs) alike.
+    ``measure()`` gives the similarity; for a scalar pair it is called only
+    when the fingerprint part passed, since it is the costly part.
+    """
+    near = (distance <= test.radius) | (signature_match & test.signature)
+    if test.threshold is None:
+        return near
+    if near is False:
+        return False
+    return near & (measure() >= test.threshold)
+
+
+@dataclass(frozen=True)
+class VerifyPolicy:
+    """Everything a verify mode decides, asked in one place.
+
+    ``mode`` is how text queries are verified: ``"off"`` (Hamming distance
+    <= k only), ``"short"`` (pairs with a side under
+    :data:`~simhash_pg.verify.similarity.SHORT_TEXT_CHARS` characters) or
+    ``"all"`` (long pairs too). ``recorded`` is the mode the database
+    records: writers keep the texts of the stronger of the two (``keep``), so
+    a reader that asks for less never starves one that asks for more.
+
+    ``short_k``, ``long_k`` and ``signature`` are the store's unless an
+    experiment varies them: ``signature`` (default: mode ``"all"``) says
+    whether an equal sentence signature makes a long pair a candidate.
+    """
+
+    mode: VerifyMode = "short"
+    recorded: VerifyMode | None = None
+    short_k: int = SHORT_K
+    long_k: int = LONG_K
+    signature: bool | None = None
+    keep: VerifyMode = field(init=False)
+
+    def __post_init__(self) -> None:
+        for m in (self.mode, self.recorded):
+            if m is not None and m not in VERIFY_MODES:
+                raise ValueError(
+                    f"verify mode must be one of {', '.join(VERIFY_MODES)}, got {m!r}"
+                )
+        object.__setattr__(self, "keep", stronger(self.mode, self.recorded or self.mode))
+        if self.signature is None:
+            object.__setattr__(self, "signature", self.mode == "all")
+
+    # -- what a mode needs of a text ------------------------------------------
+    @property
+    def verifies(self) -> bool:
+        """Whether text queries are re-checked by the rule (else distance <= k alone)."""
+        return self.mode != "off"
+
+    @property
+    def needs_text(self) -> bool:
+        """Whether a text document's :class:`VText` is needed (to verify or to keep)."""
+        return self.mode != "off" or self.keep != "off"
+
+    @property
+    def needs_signature(self) -> bool:
+        """Whether a text's sentence signature is needed (to look up or to keep)."""
+        return bool(self.signature) or self.keep == "all"
+
+    @property
+    def prepare(self) -> Callable[[str], VText]:
+        """Normalised text -> VText, as this policy needs it (module-level, for workers)."""
+        return from_norm_sig if self.needs_signature else from_norm
+
+    def keeps_text(self, norm: str) -> bool:
+        """Whether a writer keeps this verification text."""
+        return self.keep == "all" or (self.keep == "short" and len(norm) < KEEP_TEXT_CHARS)
+
+    def stored_fields(self, v: VText | None) -> tuple[str | None, int | None]:
+        """The (verify_text, sentence_sig) a row stores."""
+        if v is None or self.keep == "off":
+            return None, None
+        return (v.text if self.keeps_text(v.text) else None), (
+            v.sig if self.keep == "all" else None
+        )
+
+    # -- the rule -------------------------------------------------------------
+    def test(self, k: int, short: bool) -> Test:
+        """The test of a pair with a short side (``short``) or of two long texts."""
+        if short:
+            if self.verifies:
+                return Test(max(k, self.short_k), False, SHORT_THRESHOLD)
+            return Test(k, False, None)
+        if self.mode == "all":
+            return Test(max(k, self.long_k), bool(self.signature), LONG_THRESHOLD)
+        return Test(k, bool(self.signature), None)
+
+    def radius(self, query_norm: str, k: int) -> int:
+        """The Hamming radius to ask the index for, so that :meth:`accept` sees every candidate.
+
+        The widest test the query can meet: a query below
+        :data:`KEEP_TEXT_CHARS` may pair with a short text; a longer one
+        cannot reach the short threshold against one. Never less than ``k``;
+        above 3, a writer takes the store-wide lock (store/locking.py).
+        """
+        r = self.test(k, short=False).radius
+        if len(query_norm) < KEEP_TEXT_CHARS:
+            r = max(r, self.test(k, short=True).radius)
+        return r
+
+    def accept(
+        self,
+        query_norm: str,
+        candidate: StoredText,
+        distance: int,
+        k: int,
+        *,
+        signature_match: bool = False,
+    ) -> bool:
+        """Whether a candidate the index returned is a near-duplicate of the query.
+
+        - ``"off"``: ``distance <= k``, as a plain SimHash store.
+        - a pair with a short side: ``distance <= max(k, SHORT_K)`` and
+          similarity >= :data:`SHORT_THRESHOLD`;
+        - two long texts under ``"short"``: ``distance <= k``;
+        - two long texts under ``"all"``: (``distance <= max(k, LONG_K)`` or
+          the sentence signatures match) and similarity >= :data:`LONG_THRESHOLD`.
+
+        ``candidate`` None means the store kept no text for the candidate
+        (under ``"short"``: it is at least :data:`KEEP_TEXT_CHARS` long). A
+        short query cannot reach the threshold against it, and two long texts
+        fall back to ``distance <= k``. The signature only counts under
+        ``"all"``: unverified, it cost more precision than it gained recall
+        (docs/quality.md).
+
+        ``candidate`` :data:`TEXT_LOST` means the row's text is unknown (its
+        verification data was never stored or was dropped by a downgrade):
+        the fingerprint alone decides, ``distance <= k``, as under ``"off"``,
+        so that an identical text is still found.
+        """
+        if candidate is TEXT_LOST or not self.verifies:
+            return bool(judge(Test(k, False, None), distance, False, float))
+        if candidate is None:
+            return not is_short(query_norm) and bool(
+                judge(Test(k, False, None), distance, False, float))
+        text = candidate
+        test = self.test(k, is_short(query_norm) or is_short(text))
+        return bool(judge(test, distance, signature_match, lambda: similarity(query_norm, text)))
+
+    def decide(
+        self,
+        k: int,
+        distance: npt.NDArray[np.int64],
+        similarities: npt.NDArray[np.float64],
+        short: npt.NDArray[np.bool_],
+        signature_match: npt.NDArray[np.bool_] | None = None,
+    ) -> npt.NDArray[np.bool_]:
+        """:meth:`accept` of many pairs whose texts are all known, vectorised (the eval)."""
+        sig = (np.zeros(distance.shape, dtype=bool) if signature_match is None
+               else signature_match)
+        out = np.zeros(distance.shape, dtype=bool)
+        for side in (True, False):
+            passed = judge(self.test(k, side), distance, sig, lambda: similarities)
+            out = np.where(short == side, passed, out)
+        return out
+
+
+def stronger(a: VerifyMode, b: VerifyMode) -> VerifyMode:
+    """The mode that keeps more text: what a writer keeps when two modes meet."""
+    return a if VERIFY_MODES.index(a) >= VERIFY_MODES.index(b) else b
+
+
+_POLICIES = {m: VerifyPolicy(m) for m in VERIFY_MODES}
+
+
+def policy_for(mode: VerifyMode | VerifyPolicy) -> VerifyPolicy:
+    """The store's policy of a mode (a policy is returned as it is)."""
+    if isinstance(mode, VerifyPolicy):
+        return mode
+    policy = _POLICIES.get(mode)
+    if policy is None:
         raise ValueError(f"verify mode must be one of {', '.join(VERIFY_MODES)}, got {mode!r}")
-    return mode
+    return policy
 
 
 def keep_text(norm: str, mode: VerifyMode = "short") -> bool:
     """Whether a store in ``mode`` keeps this document's verification text."""
-    m = _mode(mode)
-    return m == "all" or (m == "short" and len(norm) < KEEP_TEXT_CHARS)
+    return policy_for(mode).keeps_text(norm)
 
 
 def query_k(query_norm: str, k: int, mode: VerifyMode = "short") -> int:
-    """The Hamming radius to ask the index for, so that :func:`accept` sees every candidate.
-
-    A query below :data:`KEEP_TEXT_CHARS` may pair with a short text, so it
-    looks as far as :data:`SHORT_K`; under ``"all"`` every query looks as far
-    as :data:`LONG_K` too. Never less than ``k``.
-    """
-    m = _mode(mode)
-    if m == "off":
-        return k
-    wide = max(k, SHORT_K) if len(query_norm) < KEEP_TEXT_CHARS else k
-    return max(wide, LONG_K) if m == "all" else wide
+    """:meth:`VerifyPolicy.radius` of the store's policy of ``mode``."""
+    return policy_for(mode).radius(query_norm, k)
 
 
 def accept(
@@ -222,63 +317,6 @@ def accept(
     *,
     signature_match: bool = False,
 ) -> bool:
-    """Whether a candidate the index returned is a near-duplicate of the query.
-
-    - ``"off"``: ``distance <= k``, as a plain SimHash store.
-    - a pair with a short side (under :data:`SHORT_TEXT_CHARS`):
-      ``distance <= max(k, SHORT_K)`` and similarity >= :data:`SHORT_THRESHOLD`;
-    - two long texts under ``"short"``: ``distance <= k``;
-    - two long texts under ``"all"``: (``distance <= max(k, LONG_K)`` or the
-      sentence signatures match) and similarity >= :data:`LONG_THRESHOLD`.
-
-    ``candidate_norm`` None means the store kept no text for the candidate
-    (under ``"short"``: it is at least :data:`KEEP_TEXT_CHARS` long). A short
-    query cannot reach the threshold against it, and two long texts fall back
-    to ``distance <= k``. The signature only counts under ``"all"``: unverified,
-    it cost more precision than it gained recall (docs/quality.md).
-
-    ``candidate_norm`` :data:`TEXT_LOST` means the row's text is unknown (its
-    verification data was never stored or was dropped by a downgrade): the
-    fingerprint alone decides, ``distance <= k``, as under ``"off"``, so that
-    an identical text is still found.
-    """
-    m = _mode(mode)
-    if m == "off" or candidate_norm is TEXT_LOST:
-        return distance <= k
-    if candidate_norm is None:
-        return not is_short(query_norm) and distance <= k
-    if is_short(query_norm) or is_short(candidate_norm):
-        return distance <= max(k, SHORT_K) and (
-            similarity(query_norm, candidate_norm) >= SHORT_THRESHOLD
-        )
-    if m == "all":
-        return (distance <= max(k, LONG_K) or signature_match) and (
-            similarity(query_norm, candidate_norm) >= LONG_THRESHOLD
-        )
-    return distance <= k
-
-
-T = TypeVar("T")
-# (payload, distance, candidate verification text (or None, TEXT_LOST), signature matched)
-Candidate = tuple[T, int, StoredText, bool]
-
-
-def filter_candidates(
-    query_norm: str,
-    candidates: Iterable[Candidate[T]],
-    k: int,
-    mode: VerifyMode = "short",
-) -> list[tuple[T, int]]:
-    """The candidates :func:`accept` keeps, as ``(payload, distance)``, nearest first.
-
-    For ``near()``: ask the index at :func:`query_k`, LEFT JOIN the kept texts,
-    pass the rows here (payload = the Match). For ``add(dedup=True)``: the
-    first item, if any, is the document it duplicates. Ties keep input order.
-    """
-    kept = [
-        (payload, dist)
-        for payload, dist, norm, sig in candidates
-        if accept(query_norm, norm, dist, k, mode, signature_match=sig)
-    ]
-    kept.sort(key=lambda pd: pd[1])
-    return kept
+    """:meth:`VerifyPolicy.accept` of the store's policy of ``mode``."""
+    return policy_for(mode).accept(query_norm, candidate_norm, distance, k,
+                                   signature_match=signature_match)
