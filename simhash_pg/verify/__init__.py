@@ -3,7 +3,7 @@
 - :mod:`~simhash_pg.verify.rule`: the duplicate rule and :class:`VerifyPolicy`,
   which answers every question a verify mode raises (keep the text? widen k?
   use the sentence signature?);
-- :mod:`~simhash_pg.verify.similarity`: verification texts and their n-gram
+- :mod:`~simhash_pg.verify.jaccard`: verification texts and their n-gram
   Jaccard;
 - :mod:`~simhash_pg.verify.candidates`: the look-up of stored candidates and
   their filtering by the rule, for single and batch paths alike;
@@ -12,6 +12,18 @@
 """
 
 from simhash_pg.verify.candidates import Candidate, filter_candidates
+from simhash_pg.verify.jaccard import (
+    LONG_NGRAM,
+    SHORT_NGRAM,
+    SHORT_TEXT_CHARS,
+    VText,
+    alnum_only,
+    is_short,
+    ngram_for,
+    shingles,
+    similarity,
+    verification_text,
+)
 from simhash_pg.verify.rule import (
     KEEP_TEXT_CHARS,
     LONG_K,
@@ -32,18 +44,6 @@ from simhash_pg.verify.rule import (
     query_k,
     stronger,
     threshold_for,
-)
-from simhash_pg.verify.similarity import (
-    LONG_NGRAM,
-    SHORT_NGRAM,
-    SHORT_TEXT_CHARS,
-    VText,
-    alnum_only,
-    is_short,
-    ngram_for,
-    shingles,
-    similarity,
-    verification_text,
 )
 
 __all__ = [

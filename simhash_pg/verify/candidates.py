@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
+from simhash_pg.verify.jaccard import VText
 from simhash_pg.verify.rule import TEXT_LOST, StoredText, VerifyMode, VerifyPolicy, policy_for
-from simhash_pg.verify.similarity import VText
 
 __all__ = ["Candidate", "filter_candidates", "lookup"]
 

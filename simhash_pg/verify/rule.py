@@ -3,7 +3,7 @@
 A 64-bit SimHash of a 20-character title has too few features to be reliable:
 one changed character moves it by 5-15 bits, and unrelated titles can land
 close. So for short texts the store widens k (to :data:`SHORT_K`) and keeps
-only candidates whose *exact* similarity (:mod:`simhash_pg.verify.similarity`)
+only candidates whose *exact* similarity (:mod:`simhash_pg.verify.jaccard`)
 passes :data:`SHORT_THRESHOLD`. The same check can guard long texts too
 (:data:`LONG_K`, :data:`LONG_THRESHOLD`).
 
@@ -13,7 +13,7 @@ through it: the single add and ``near`` (:mod:`simhash_pg.verify.candidates`),
 the batch's in-batch matches (``simhash_pg/store/batch.py``) and the
 evaluation's vectorised :meth:`VerifyPolicy.decide` (``lab/quality.py``).
 
-    >>> from simhash_pg.verify.similarity import verification_text
+    >>> from simhash_pg.verify.jaccard import verification_text
     >>> a = verification_text("Stocks rally as oil falls")
     >>> is_near_duplicate(a, a)
     True
@@ -31,7 +31,7 @@ from typing import Any, Final, Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from simhash_pg.verify.similarity import (
+from simhash_pg.verify.jaccard import (
     SHORT_TEXT_CHARS,
     VText,
     from_norm,
@@ -139,7 +139,7 @@ class VerifyPolicy:
 
     ``mode`` is how text queries are verified: ``"off"`` (Hamming distance
     <= k only), ``"short"`` (pairs with a side under
-    :data:`~simhash_pg.verify.similarity.SHORT_TEXT_CHARS` characters) or
+    :data:`~simhash_pg.verify.jaccard.SHORT_TEXT_CHARS` characters) or
     ``"all"`` (long pairs too). ``recorded`` is the mode the database
     records: writers keep the texts of the stronger of the two (``keep``), so
     a reader that asks for less never starves one that asks for more.
