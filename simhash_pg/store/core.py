@@ -552,11 +552,12 @@ class SimhashStore:
     def _k(self, k: int | None) -> int:
         return self.k if k is None else _check_k(k)
 
-    def _vtext(self, text: str) -> VText | None:
-        """What verification needs of a text, or None when the policy needs nothing."""
+    def _text(self, text: str) -> tuple[int, VText | None]:
+        """A text's fingerprint and, if the policy needs it, its VText: one normalisation."""
         if not self.policy.needs_text:
-            return None
-        return self.policy.prepare(self.fingerprinter.normalize(text))
+            return self.fingerprinter.fingerprint(text), None
+        fp, norm = self.fingerprinter.fingerprint_with_norm(text)
+        return fp, self.policy.prepare(norm)
 
     def _retrying(self, attempt: Callable[[], _T], *, retry: bool = True) -> _T:
         """``attempt()`` (one transaction), rerun with backoff after a race it lost.
@@ -612,8 +613,7 @@ class SimhashStore:
         policy = on_duplicate or self.on_duplicate
         if policy not in ("skip", "link"):
             raise ValueError(f"on_duplicate must be 'skip' or 'link', got {policy!r}")
-        fp = self.fingerprint(doc)
-        vt = self._vtext(doc) if isinstance(doc, str) else None
+        fp, vt = self._text(doc) if isinstance(doc, str) else (self.fingerprint(doc), None)
         if vt is not None:
             return self._add_verified(fp, vt, key, meta_d, kk, policy, dedup)
         mode = policy if dedup else "insert"
@@ -695,8 +695,8 @@ class SimhashStore:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                                   or limit < 1):
             raise ValueError(f"limit must be None or an int >= 1, got {limit!r}")
-        fp = self.fingerprint(doc)
-        vt = self._vtext(doc) if isinstance(doc, str) and self.policy.verifies else None
+        fp, vt = (self._text(doc) if isinstance(doc, str) and self.policy.verifies
+                  else (self.fingerprint(doc), None))
         if vt is not None:
             found = _cands.lookup(self._conn, [to_signed(fp)], [vt], kk, self.policy)[0]
             return [Match(c.id, c.key, c.distance, c.meta) for c in found[:limit]]
@@ -711,12 +711,13 @@ class SimhashStore:
         """
         kk = self._k(k)
         items = list(docs)
-        fps = self._fingerprints_strict(items)
+        vts: dict[int, VText] = {}
+        fps = self._fingerprints_strict(items, vts if self.policy.verifies else None)
         out: list[list[Match]] = [[] for _ in fps]
         if not fps:
             return out
         signed = to_signed_list(fps)
-        ver = [i for i, d in enumerate(items) if isinstance(d, str)] if self.policy.verifies else []
+        ver = sorted(vts)
         plain = sorted(set(range(len(items))) - set(ver))
         if plain:
             rows = self._conn.execute(
@@ -725,20 +726,31 @@ class SimhashStore:
             for q, id_, key, dist, meta in rows:
                 out[plain[q - 1]].append(Match(id_, key, dist, meta))
         if ver:
-            vts = [self._vtext(items[i]) for i in ver]  # type: ignore[arg-type]
             hits = _cands.lookup(self._conn, [signed[i] for i in ver],
-                                 vts, kk, self.policy)  # type: ignore[arg-type]
+                                 [vts[i] for i in ver], kk, self.policy)
             for i, cands in zip(ver, hits, strict=True):
                 out[i] = [Match(c.id, c.key, c.distance, c.meta) for c in cands]
         return out
 
-    def _fingerprints_strict(self, items: list[Any]) -> list[int]:
+    def _fingerprints_strict(
+        self, items: list[Any], vtexts: dict[int, VText] | None = None
+    ) -> list[int]:
+        """Fingerprints of queries, raising at the first bad one; texts' VTexts into ``vtexts``."""
         texts = [(i, d) for i, d in enumerate(items) if isinstance(d, str)]
         fps: list[int] = [0] * len(items)
         for i, d in enumerate(items):
             if not isinstance(d, str):
                 fps[i] = self.fingerprint(d)
-        if texts:
+        if texts and vtexts is not None:
+            pairs = self.fingerprinter.fingerprint_many_also(
+                [t for _, t in texts], self.policy.prepare)
+            for (i, t), (fp, vt) in zip(texts, pairs, strict=True):
+                if fp is None or vt is None:
+                    self.fingerprinter.fingerprint(t)  # raises why
+                    raise AssertionError("unreachable")
+                fps[i] = fp
+                vtexts[i] = vt
+        elif texts:
             got = self.fingerprinter.fingerprint_many([t for _, t in texts])
             for (i, _), fp in zip(texts, got, strict=True):
                 fps[i] = fp
