@@ -53,6 +53,7 @@ __all__ = [
     "VerifyMode",
     "VerifyPolicy",
     "accept",
+    "by_distance",
     "is_near_duplicate",
     "judge",
     "keep_text",
@@ -133,6 +134,15 @@ def judge(test: Test, distance: Any, signature_match: Any, measure: Callable[[],
     return near & (measure() >= test.threshold)
 
 
+def by_distance(k: int) -> Test:
+    """The test of a pair whose texts are not compared: ``distance <= k``."""
+    return Test(k, False, None)
+
+
+def _unmeasured() -> float:
+    raise AssertionError("a test without a threshold measures no similarity")
+
+
 @dataclass(frozen=True)
 class VerifyPolicy:
     """Everything a verify mode decides, asked in one place.
@@ -205,7 +215,7 @@ class VerifyPolicy:
         if short:
             if self.verifies:
                 return Test(max(k, self.short_k), False, SHORT_THRESHOLD)
-            return Test(k, False, None)
+            return by_distance(k)
         if self.mode == "all":
             return Test(max(k, self.long_k), bool(self.signature), LONG_THRESHOLD)
         return Test(k, bool(self.signature), None)
@@ -253,11 +263,10 @@ class VerifyPolicy:
         the fingerprint alone decides, ``distance <= k``, as under ``"off"``,
         so that an identical text is still found.
         """
-        if candidate is TEXT_LOST or not self.verifies:
-            return bool(judge(Test(k, False, None), distance, False, float))
-        if candidate is None:
-            return not is_short(query_norm) and bool(
-                judge(Test(k, False, None), distance, False, float))
+        if candidate is None and self.verifies and is_short(query_norm):
+            return False  # a short query cannot reach the threshold against a long text
+        if candidate is None or candidate is TEXT_LOST or not self.verifies:
+            return bool(judge(by_distance(k), distance, False, _unmeasured))
         text = candidate
         test = self.test(k, is_short(query_norm) or is_short(text))
         return bool(judge(test, distance, signature_match, lambda: similarity(query_norm, text)))
