@@ -94,10 +94,13 @@ def prepare(batch: Sequence[Any], fingerprinter: Any, policy: VerifyPolicy,
                        strict=True))
     for i, p in enumerate(parsed):
         fp = None if p is None else fps[i] if isinstance(p[0], str) else p[0]
-        if p is not None and fp is None:
-            errors[i] = AddResult(None, None, None, None, False, key=p[1],
-                                  error=_why_not(fingerprinter, p[0]))
-        out.items.append((fp, p[1], p[2]) if p is not None and fp is not None else (0, None, None))
+        if p is None or fp is None:
+            if p is not None:  # a text without a fingerprint
+                errors[i] = AddResult(None, None, None, None, False, key=p[1],
+                                      error=_why_not(fingerprinter, p[0]))
+            out.items.append((0, None, None))
+            continue
+        out.items.append((fp, p[1], p[2]))
     return out
 
 

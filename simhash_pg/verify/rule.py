@@ -48,8 +48,8 @@ __all__ = [
     "SHORT_THRESHOLD",
     "TEXT_LOST",
     "VERIFY_MODES",
+    "PairTest",
     "StoredText",
-    "Test",
     "VerifyMode",
     "VerifyPolicy",
     "accept",
@@ -111,7 +111,7 @@ def is_near_duplicate(
     return similarity(query_norm, candidate_norm) >= t
 
 
-class Test(NamedTuple):
+class PairTest(NamedTuple):
     """What a pair must meet: the fingerprint part, then the text part."""
 
     radius: int  # Hamming distance <= radius passes the fingerprint part...
@@ -119,7 +119,7 @@ class Test(NamedTuple):
     threshold: float | None  # similarity must reach it; None: not measured
 
 
-def judge(test: Test, distance: Any, signature_match: Any, measure: Callable[[], Any]) -> Any:
+def judge(test: PairTest, distance: Any, signature_match: Any, measure: Callable[[], Any]) -> Any:
     """Whether pairs meet ``test``: ``(distance <= radius or signature) and similarity``.
 
     Scalars (one candidate) or NumPy arrays (the evaluation's pairs) alike.
@@ -134,9 +134,9 @@ def judge(test: Test, distance: Any, signature_match: Any, measure: Callable[[],
     return near & (measure() >= test.threshold)
 
 
-def by_distance(k: int) -> Test:
+def by_distance(k: int) -> PairTest:
     """The test of a pair whose texts are not compared: ``distance <= k``."""
-    return Test(k, False, None)
+    return PairTest(k, False, None)
 
 
 def _unmeasured() -> float:
@@ -210,15 +210,15 @@ class VerifyPolicy:
         )
 
     # -- the rule -------------------------------------------------------------
-    def test(self, k: int, short: bool) -> Test:
+    def test(self, k: int, short: bool) -> PairTest:
         """The test of a pair with a short side (``short``) or of two long texts."""
         if short:
             if self.verifies:
-                return Test(max(k, self.short_k), False, SHORT_THRESHOLD)
+                return PairTest(max(k, self.short_k), False, SHORT_THRESHOLD)
             return by_distance(k)
         if self.mode == "all":
-            return Test(max(k, self.long_k), bool(self.signature), LONG_THRESHOLD)
-        return Test(k, bool(self.signature), None)
+            return PairTest(max(k, self.long_k), bool(self.signature), LONG_THRESHOLD)
+        return PairTest(k, bool(self.signature), None)
 
     def radius(self, query_norm: str, k: int) -> int:
         """The Hamming radius to ask the index for, so that :meth:`accept` sees every candidate.
