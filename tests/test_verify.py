@@ -217,18 +217,21 @@ def test_policy_answers_what_each_mode_needs() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(text, text, st.integers(0, 64), st.integers(0, 16), st.booleans(),
-       st.sampled_from(["off", "short", "all"]))
+@given(text, text, st.sampled_from([1, 4, 20]), st.booleans(), st.integers(-2, 2),
+       st.integers(0, 16), st.booleans(), st.sampled_from(["off", "short", "all"]))
 def test_the_radius_covers_every_accepted_candidate(
-    a: str, b: str, d: int, k: int, sig: bool, mode: str
+    a: str, b: str, times: int, same: bool, delta: int, k: int, sig: bool, mode: str
 ) -> None:
     """A look-up at radius(q, k) (plus signature rows) misses nothing the rule accepts."""
     p = V.policy_for(mode)  # type: ignore[arg-type]
-    na, nb = V.verification_text(a * 4), V.verification_text(b * 4)
+    na = V.verification_text(a * times)  # short, middling and long queries
+    nb = na if same else V.verification_text(b * 4)
+    r = p.radius(na, k)
+    d = max(0, r + delta)  # around the edge, where a wrong radius shows
     for cand in (nb, None, V.TEXT_LOST):
         if p.accept(na, cand, d, k, signature_match=sig):
-            assert d <= p.radius(na, k) or (sig and p.signature)
-    assert p.radius(na, k) >= k
+            assert d <= r or (sig and p.signature)
+    assert r >= k
 
 
 @settings(max_examples=100, deadline=None)
