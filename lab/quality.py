@@ -11,7 +11,8 @@ and length band, next to two peers on the same pairs:
   character 3-grams of the lower-cased word characters (the shingling of its
   docs' examples, on characters so that Chinese works), default hash.
 
-Our decision rule (:func:`decide`): a pair whose shorter side is a short text
+Our decision rule (:func:`decide`) is the store's (:mod:`simhash_pg.verify.rule`),
+vectorised: a pair whose shorter side is a short text
 (:data:`simhash_pg.verify.SHORT_TEXT_CHARS`) is a duplicate when its Hamming
 distance is <= :data:`~simhash_pg.verify.SHORT_K` *and* its verification
 similarity reaches :data:`~simhash_pg.verify.SHORT_THRESHOLD`; a longer pair
@@ -305,10 +306,10 @@ def fingerprint_distances(
 
 
 def similarities(ps: PairSet) -> npt.NDArray[np.float64]:
-    """Verification similarity (:func:`simhash_pg.verify.verify`) of every pair."""
+    """Verification similarity (:func:`simhash_pg.verify.similarity`) of every pair."""
     v = ps.vtexts
     return np.array(
-        [V.verify(v[a], v[b]) for a, b in zip(ps.a, ps.b, strict=True)], dtype=np.float64
+        [V.similarity(v[a], v[b]) for a, b in zip(ps.a, ps.b, strict=True)], dtype=np.float64
     )
 
 
@@ -444,6 +445,19 @@ class Rule:
             name += " +sentences" if self.long_verify else " +sentences(unverified)"
         return name
 
+    def __post_init__(self) -> None:
+        if self.long_verify and not self.short_verify:
+            raise ValueError("a rule that verifies long texts verifies short ones too "
+                             "(as verify mode 'all' does)")
+
+    @property
+    def policy(self) -> V.VerifyPolicy:
+        """The store's verify policy this rule is, with its k and signature choices."""
+        mode: V.VerifyMode = ("all" if self.long_verify
+                              else "short" if self.short_verify else "off")
+        return V.VerifyPolicy(mode, short_k=self.short_k, long_k=self.long_k,
+                              signature=self.sentences)
+
     @property
     def max_k(self) -> int:
         ks = [self.k]
@@ -461,19 +475,13 @@ def decide(
     short: npt.NDArray[np.bool_],
     sentences: npt.NDArray[np.bool_] | None = None,
 ) -> npt.NDArray[np.bool_]:
-    """Which pairs ``rule`` calls near-duplicates."""
-    s_ok = similarity >= V.SHORT_THRESHOLD
-    l_ok = similarity >= V.LONG_THRESHOLD
-    if rule.short_verify:
-        short_det = (distance <= max(rule.short_k, rule.k)) & s_ok
-    else:
-        short_det = distance <= rule.k
-    long_det = (distance <= rule.long_k) & l_ok if rule.long_verify else distance <= rule.k
-    if rule.sentences and sentences is not None:
-        # The signature is an exact match on long texts; under the guard it
-        # is a candidate like any other and gets verified too.
-        long_det = long_det | (sentences & l_ok if rule.long_verify else sentences)
-    return np.where(short, short_det, long_det)
+    """Which pairs ``rule`` calls near-duplicates: the store's rule, vectorised.
+
+    (:meth:`simhash_pg.verify.VerifyPolicy.decide`: an equal sentence
+    signature makes a long pair a candidate, verified like any other under
+    the long-text guard.)
+    """
+    return rule.policy.decide(rule.k, distance, similarity, short, sentences)
 
 
 # --------------------------------------------------------------------------

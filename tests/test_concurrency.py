@@ -128,7 +128,7 @@ def test_concurrent_dedup_keeps_one_of_each_near_duplicate_group(
 
 def test_batch_lock_keys_are_the_keys_simhash_add_takes(pg: psycopg.Connection) -> None:
     from simhash_pg.bits import to_signed
-    from simhash_pg.locking import batch_lock_keys
+    from simhash_pg.store.locking import batch_lock_keys
 
     fps = [*make_pool()[:50], 0, 2**64 - 1, 2**63 - 1, 2**63]
     key1, key2 = batch_lock_keys(fps)
@@ -180,14 +180,26 @@ def test_writer_lock_takes_blocks_and_keys_and_bounds_the_wait(pg: psycopg.Conne
 
 def test_stream_bench_measures_locks_on_and_off(pg_dsn: str) -> None:
     from lab.bench import stream as bench
+    from simhash_pg.store.locking import lock_batch
 
-    SimhashStore(pg_dsn).close()
+    # the bench's explicit store options, instead of patched module globals
+    with SimhashStore(pg_dsn, _add_function="simhash_add_unlocked") as free, \
+            pytest.raises(psycopg.errors.UndefinedFunction):
+        free.add(1)  # the option is honoured: no such function yet
+    with pytest.raises(ValueError, match="add function"):
+        SimhashStore(pg_dsn, _add_function="drop_everything")  # type: ignore[arg-type]
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        with conn.transaction():
+            assert lock_batch(conn, [1], 3) == "pigeonhole"
+        with conn.transaction():
+            assert lock_batch(conn, [1], 3, pigeonhole=False) == "store"
         bench.make_unlocked_add(conn)
         src = conn.execute(
             "SELECT prosrc FROM pg_proc WHERE proname = 'simhash_add_unlocked'"
         ).fetchone()
         assert src is not None and "simhash_writer_lock" not in src[0]
+    with SimhashStore(pg_dsn, _add_function="simhash_add_unlocked") as free:
+        assert free.add(1).inserted and not free.add(1).inserted  # still dedups, unlocked
     for path in ("add", "add_many", "add_many S"):
         figures = bench.measure(pg_dsn, path, 2, 1.0, 50, 0.1, 1)
         for lock in (True, False):

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from simhash_pg import Doc
 from simhash_pg.bits import hamming, to_signed, to_unsigned
 from simhash_pg.db import migrate
-from simhash_pg.retention import purge
 from simhash_pg.store import SimhashStore
+from simhash_pg.store.retention import purge
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

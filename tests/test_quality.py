@@ -155,7 +155,7 @@ def expected_ours(pairs: list[dict[str, Any]], k: int) -> dict[str, dict[str, in
         d = hamming(fingerprint(p["ta"]), fingerprint(p["tb"]))
         va, vb = V.verification_text(p["ta"]), V.verification_text(p["tb"])
         if min(len(va), len(vb)) < V.SHORT_TEXT_CHARS:
-            det = d <= max(V.SHORT_K, k) and V.verify(va, vb) >= V.SHORT_THRESHOLD
+            det = d <= max(V.SHORT_K, k) and V.similarity(va, vb) >= V.SHORT_THRESHOLD
         else:
             det = d <= k
         c = out.setdefault(p["set"], {"tp": 0, "fp": 0, "fn": 0, "tn": 0})

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from simhash_pg.bits import to_signed, to_unsigned
 from simhash_pg.cli import cli
-from simhash_pg.retention import parse_age, purge, purge_candidates
 from simhash_pg.store import SimhashStore
+from simhash_pg.store.retention import parse_age, purge, purge_candidates
 
 
 @pytest.mark.parametrize(
@@ -180,8 +180,8 @@ def test_a_link_added_while_a_purge_deletes_its_row_does_not_dangle(
     """The purge's batched DELETE is done but not committed when a link to its row is added."""
     import threading
 
-    from simhash_pg.retention import _PURGE_BATCH
     from simhash_pg.store import AddResult, Doc
+    from simhash_pg.store.retention import _PURGE_BATCH
 
     doc: str | int = _TEXT if path == "text" else _FP
     near: str | int = _TEXT.replace("slowly", "softly") if path == "text" else _FP ^ 0b101

@@ -419,3 +419,26 @@ def test_locked_batches_wait_for_the_store_lock_and_adds_wait_for_batches(
             ta.join(10)
             assert not tb.is_alive() and not ta.is_alive()
     assert store.count() == 4
+
+
+@HYPO
+@given(st.lists(st.integers(0, MAX_FINGERPRINT), max_size=40))
+def test_binary_copy_data_round_trips(pg: psycopg.Connection, fps: list[int]) -> None:
+    """The one binary COPY writer: bigint and bit(64) fields read back as written."""
+    import numpy as np
+
+    from simhash_pg.store.pgcopy import binary_copy_data
+
+    pg.execute("DROP TABLE IF EXISTS copied")
+    pg.execute("CREATE TABLE copied (id bigint, fp bigint, bits bit(64))")
+    ids = np.arange(1, len(fps) + 1, dtype=np.int64)
+    values = np.array(fps, dtype=np.uint64)
+    bit64 = np.dtype([("bits", ">i4"), ("value", ">u8")])
+    bits = np.empty(len(fps), dtype=bit64)
+    bits["bits"] = 64
+    bits["value"] = values
+    data = binary_copy_data((">i8", ids), (">u8", values), (bit64, bits))
+    with pg.cursor() as cur, cur.copy("COPY copied FROM STDIN (FORMAT BINARY)") as copy:
+        copy.write(data)
+    got = pg.execute("SELECT id, fp, bits::text FROM copied ORDER BY id").fetchall()
+    assert got == [(i + 1, to_signed(fp), format(fp, "064b")) for i, fp in enumerate(fps)]

@@ -279,3 +279,38 @@ def test_bulk_load_keeps_what_add_keeps(pg_dsn: str) -> None:
         assert [r[4:] for r in rows(store)] == added
         assert all(v is not None for v, _ in added)
         assert [m.distance for m in store.near(texts[0])] == [0]
+
+
+@pytest.mark.parametrize("mode", ["off", "short", "all"])
+def test_each_text_is_normalised_once(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch, mode: Any
+) -> None:
+    """One normalisation per text per add (and per query): fingerprint and VText share it.
+
+    Every normalize() call runs fix_surrogates (rule 2) exactly once; the
+    test counts those calls on the real code path.
+    """
+    import simhash_pg.text.normalize as N
+
+    calls = 0
+    real = N.fix_surrogates
+
+    def counted(text: str) -> str:
+        nonlocal calls
+        calls += 1
+        return real(text)
+
+    monkeypatch.setattr(N, "fix_surrogates", counted)
+    title = "Stocks rally as oil prices fall"
+    with SimhashStore(pg_dsn, verify=mode) as store:
+        for run, expected in [
+            (lambda: store.add(title, key="a"), 1),
+            (lambda: store.add(title + " again"), 1),
+            (lambda: store.near(title), 1),
+            (lambda: store.near_many([title, "Election results in Ohio", 7]), 2),
+            (lambda: store.add_many([Doc(title + " today", "b"), "another title"],
+                                    workers=1), 2),
+        ]:
+            calls = 0
+            run()
+            assert calls == expected, (mode, calls)

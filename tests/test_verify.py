@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from simhash_pg import verify as V
@@ -24,10 +24,10 @@ def test_verification_text_keeps_letters_digits_marks_only() -> None:
 def test_known_pairs() -> None:
     a = V.verification_text("Stocks rally as oil prices fall")
     # Punctuation, case and spacing: identical after normalisation.
-    assert V.verify(a, V.verification_text("STOCKS rally, as oil-prices fall!")) == 1.0
+    assert V.similarity(a, V.verification_text("STOCKS rally, as oil-prices fall!")) == 1.0
     # One word changed in a title: still a near-duplicate.
     one_word = V.verification_text("Stocks rally as oil prices drop")
-    assert V.verify(a, one_word) == pytest.approx(21 / 27)  # 21 shared of 27 bigrams
+    assert V.similarity(a, one_word) == pytest.approx(21 / 27)  # 21 shared of 27 bigrams
     assert V.is_near_duplicate(a, one_word)
     # Bigram Jaccard by hand: "abcd" vs "abce": {ab,bc,cd} vs {ab,bc,ce} -> 2/4.
     assert V.similarity("abcd", "abce") == pytest.approx(0.5)
@@ -43,7 +43,7 @@ def test_known_pairs() -> None:
 def test_site_suffix_crosses_the_threshold() -> None:
     a = V.verification_text("Stocks rally as oil falls")
     b = V.verification_text("Stocks rally as oil falls - BBC News")
-    assert V.verify(a, b) == pytest.approx(0.72)
+    assert V.similarity(a, b) == pytest.approx(0.72)
     assert V.is_near_duplicate(a, b)
     assert not V.is_near_duplicate(a, b, threshold=0.73)
 
@@ -71,9 +71,9 @@ def test_empty_and_tiny_texts() -> None:
 @given(text, text)
 def test_symmetric_and_bounded(a: str, b: str) -> None:
     na, nb = V.verification_text(a), V.verification_text(b)
-    s = V.verify(na, nb)
+    s = V.similarity(na, nb)
     assert 0.0 <= s <= 1.0
-    assert s == V.verify(nb, na)
+    assert s == V.similarity(nb, na)
     assert V.is_near_duplicate(na, nb) == V.is_near_duplicate(nb, na)
 
 
@@ -81,7 +81,7 @@ def test_symmetric_and_bounded(a: str, b: str) -> None:
 @given(text)
 def test_identity_is_one(a: str) -> None:
     na = V.verification_text(a)
-    assert V.verify(na, na) == 1.0
+    assert V.similarity(na, na) == 1.0
     assert V.is_near_duplicate(na, na)
 
 
@@ -89,7 +89,7 @@ def test_identity_is_one(a: str) -> None:
 @given(text, text, st.floats(0.0, 1.0))
 def test_threshold_is_monotone(a: str, b: str, t: float) -> None:
     na, nb = V.verification_text(a), V.verification_text(b)
-    s = V.verify(na, nb)
+    s = V.similarity(na, nb)
     assert V.is_near_duplicate(na, nb, threshold=t) == (s >= t)
     assert V.is_near_duplicate(na, nb, threshold=0.0)
 
@@ -131,7 +131,7 @@ def test_accept_rules() -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(text, text, st.integers(0, 20), st.booleans(), st.sampled_from(["short", "all"]))
+@given(text, text, st.integers(0, 20), st.booleans(), st.sampled_from(["off", "short", "all"]))
 def test_eval_rule_is_the_store_rule(a: str, b: str, d: int, sig: bool, mode: str) -> None:
     """quality.decide (vectorised, used by eval) agrees with accept (used by the store)."""
     import numpy as np
@@ -139,27 +139,36 @@ def test_eval_rule_is_the_store_rule(a: str, b: str, d: int, sig: bool, mode: st
     from lab import quality as Q
 
     na, nb = V.verification_text(a * 3), V.verification_text(b * 3)
-    rule = Q.Rule(k=3, long_verify=mode == "all", sentences=mode == "all")
+    rule = Q.Rule(k=3, short_verify=mode != "off", long_verify=mode == "all",
+                  sentences=mode == "all")
     short = np.array([V.is_short(na) or V.is_short(nb)])
-    got = Q.decide(rule, np.array([d]), np.array([V.verify(na, nb)]), short, np.array([sig]))
+    got = Q.decide(rule, np.array([d]), np.array([V.similarity(na, nb)]), short, np.array([sig]))
     assert bool(got[0]) == V.accept(na, nb, d, 3, mode, signature_match=sig)  # type: ignore[arg-type]
 
 
 def test_filter_candidates_keeps_verified_nearest_first() -> None:
     q = V.verification_text("Stocks rally as oil prices fall")
     cands = [
-        ("far-but-same", 9, V.verification_text("stocks rally as oil prices fall!"), False),
-        ("near-but-different", 1, V.verification_text("Election results in Ohio"), False),
-        ("same", 2, q, False),
-        ("too-far", V.SHORT_K + 1, q, False),
-        ("no-text", 0, None, False),
+        V.Candidate(1, "far-but-same", 9,
+                    text=V.verification_text("stocks rally as oil prices fall!")),
+        V.Candidate(2, "near-but-different", 1,
+                    text=V.verification_text("Election results in Ohio")),
+        V.Candidate(3, "same", 2, text=q),
+        V.Candidate(4, "too-far", V.SHORT_K + 1, text=q),
+        V.Candidate(5, "no-text", 0),
+        V.Candidate(6, "same-again", 2, text=q),  # a tie: ids decide
     ]
-    assert V.filter_candidates(q, cands, 3) == [("same", 2), ("far-but-same", 9)]
-    assert [p for p, _ in V.filter_candidates(q, cands, 3, "off")] == [
+    kept = V.filter_candidates(q, cands, 3)
+    assert [(c.key, c.distance) for c in kept] == [
+        ("same", 2), ("same-again", 2), ("far-but-same", 9)
+    ]
+    assert [c.key for c in V.filter_candidates(q, cands, 3, "off")] == [
         "no-text",
         "near-but-different",
         "same",
+        "same-again",
     ]
+    assert V.filter_candidates(q, reversed(cands), 3) == kept
     assert V.filter_candidates(q, [], 3) == []
 
 
@@ -178,3 +187,79 @@ def test_fast_jaccard_equals_set_jaccard(a: str, b: str, n: int) -> None:
     else:
         expected = len(sa & sb) / len(sa | sb)
     assert V.similarity(a, b, n) == pytest.approx(expected)
+
+
+# --------------------------------------------------------------------------
+# the policy: every question a mode raises, answered in one place
+
+
+def test_policy_answers_what_each_mode_needs() -> None:
+    off, short, all_ = (V.VerifyPolicy(m) for m in ("off", "short", "all"))
+    assert not off.verifies and not off.needs_text and not off.needs_signature
+    assert short.verifies and short.needs_text and not short.needs_signature
+    assert all_.verifies and all_.needs_signature and all_.signature
+    # a reader asking for less still keeps what the database's mode keeps
+    reader = V.VerifyPolicy("off", recorded="all")
+    assert reader.keep == "all" and not reader.verifies and reader.needs_text
+    assert reader.needs_signature and not reader.signature
+    assert V.VerifyPolicy("all", recorded="short").keep == "all"
+    long_text = "x" * V.KEEP_TEXT_CHARS
+    vt = V.VText(long_text, 7)
+    assert short.stored_fields(vt) == (None, None)
+    assert all_.stored_fields(vt) == (long_text, 7)
+    assert reader.stored_fields(vt) == (long_text, 7)
+    assert off.stored_fields(vt) == (None, None)
+    assert short.stored_fields(V.VText("abc", None)) == ("abc", None)
+    with pytest.raises(ValueError, match="verify mode"):
+        V.VerifyPolicy("sometimes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="verify mode"):
+        V.VerifyPolicy("short", recorded="most")  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text, text, st.sampled_from([1, 4, 20]), st.booleans(), st.integers(-2, 2),
+       st.integers(0, 16), st.booleans(), st.sampled_from(["off", "short", "all"]))
+@example("abcde", "", 1, True, 1, 3, False, "short")  # just past SHORT_K
+@example("abcdefghij", "", 20, True, 1, 3, False, "all")  # just past LONG_K
+def test_the_radius_covers_every_accepted_candidate(
+    a: str, b: str, times: int, same: bool, delta: int, k: int, sig: bool, mode: str
+) -> None:
+    """A look-up at radius(q, k) (plus signature rows) misses nothing the rule accepts."""
+    p = V.policy_for(mode)  # type: ignore[arg-type]
+    na = V.verification_text(a * times)  # short, middling and long queries
+    nb = na if same else V.verification_text(b * 4)
+    r = p.radius(na, k)
+    d = max(0, r + delta)  # around the edge, where a wrong radius shows
+    for cand in (nb, None, V.TEXT_LOST):
+        if (isinstance(cand, str) and V.is_short(cand) and len(na) >= V.KEEP_TEXT_CHARS
+                and len(V.shingles(na, 2)) < len(V.shingles(cand, 2)) / V.SHORT_THRESHOLD):
+            # The radius assumes a text of KEEP_TEXT_CHARS or more cannot reach
+            # SHORT_THRESHOLD against a short one; n-gram *sets* of a repetitive
+            # text ("aaaa...") can. Known, and left as it was (issue 13 changes
+            # no behaviour): such a pair is found within k only.
+            continue
+        if p.accept(na, cand, d, k, signature_match=sig):
+            assert d <= r or (sig and p.signature)
+    assert r >= k
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 20), st.floats(0, 1), st.booleans(), st.booleans()),
+                min_size=1, max_size=20),
+       st.integers(0, 12), st.sampled_from(["off", "short", "all"]))
+def test_decide_is_accept_pair_by_pair(
+    pairs: list[tuple[int, float, bool, bool]], k: int, mode: str
+) -> None:
+    """The vectorised rule and the per-candidate rule are one rule: same verdicts."""
+    import numpy as np
+
+    p = V.policy_for(mode)  # type: ignore[arg-type]
+    dist = np.array([d for d, _, _, _ in pairs])
+    sim = np.array([s for _, s, _, _ in pairs])
+    short = np.array([sh for _, _, sh, _ in pairs])
+    sig = np.array([g for _, _, _, g in pairs])
+    got = p.decide(k, dist, sim, short, sig)
+    for i, (d, s, sh, g) in enumerate(pairs):
+        t = p.test(k, sh)
+        want = (d <= t.radius or (g and t.signature)) and (t.threshold is None or s >= t.threshold)
+        assert bool(got[i]) == want

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_pg.overlap import is_duplicate, ngram_for, overlap
 from simhash_pg.text.normalize import normalize
 from simhash_pg.text.visible import normalize_visible, strip_markup
 from simhash_pg.verify import alnum_only, shingles
+from simhash_pg.verify.overlap import is_duplicate, ngram_for, overlap
 
 # ------------------------------------------------------------------ strip_markup
 

@@ -174,22 +174,16 @@ def throwaway_server(dbname: str = "bench", *, small: bool = False) -> Iterator[
 
 def _binary_rows(ids: I64, fps: U64, *, as_bit: bool) -> bytes:
     """COPY BINARY rows (id bigint, fingerprint bigint | bit(64)), built by NumPy."""
-    # The binary COPY framing is the store's; only the rows differ here.
-    from simhash_pg.store import _PGCOPY_HEADER, _PGCOPY_TRAILER
+    from simhash_pg.store.pgcopy import binary_copy_data
 
-    fields: list[tuple[str, str]] = [("n", ">i2"), ("l1", ">i4"), ("id", ">i8"), ("l2", ">i4")]
-    if as_bit:
-        fields.append(("bitlen", ">i4"))  # bit's binary form: length, then the bytes
-    fields.append(("v", ">u8"))
-    rows = np.empty(ids.size, dtype=np.dtype(fields))
-    rows["n"] = 2
-    rows["l1"] = 8
-    rows["id"] = ids
-    rows["l2"] = 12 if as_bit else 8
-    if as_bit:
-        rows["bitlen"] = 64
-    rows["v"] = fps
-    return _PGCOPY_HEADER + rows.tobytes() + _PGCOPY_TRAILER
+    if not as_bit:
+        # a bigint's binary form is its 8 bytes: the uint64's are the same bits
+        return binary_copy_data((">i8", ids), (">u8", fps))
+    bit64 = np.dtype([("bits", ">i4"), ("value", ">u8")])  # bit's form: length, then bytes
+    values = np.empty(fps.size, dtype=bit64)
+    values["bits"] = 64
+    values["value"] = fps
+    return binary_copy_data((">i8", ids), (bit64, values))
 
 
 def copy_documents(conn: Any, fps: U64, *, table: str = "simhash_documents",

@@ -37,8 +37,8 @@ from lab.bench.timing import pct, timed_ms
 from simhash_pg import Doc
 from simhash_pg.bits import to_signed_array
 from simhash_pg.db import migrate
-from simhash_pg.retention import purge
 from simhash_pg.store import SimhashStore
+from simhash_pg.store.retention import purge
 
 SIZE = (
     "SELECT sum(pg_total_relation_size(relid)) FROM (SELECT 'simhash_documents'::regclass"

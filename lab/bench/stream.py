@@ -18,10 +18,13 @@ client count, each client process adds fingerprints for ``--seconds``:
   pigeonhole locks (what a batch too big for the lock table falls back to).
 
 Each client alternates, call by call, between the locks on and, for
-comparison, off, so both modes run under the same load, cache and table:
-without locks ``add`` calls a copy of ``simhash_add`` minus its lock
-statement, made in the benchmark database only, and ``add_many`` runs with
-``store.lock_batches = False``.
+comparison, off, so both modes run under the same load, cache and table. A
+client holds two stores (connections), one per mode, set up by explicit
+options: without locks ``add`` calls a copy of ``simhash_add`` minus its
+lock statement, made in the benchmark database only
+(``SimhashStore(_add_function="simhash_add_unlocked")``), and ``add_many``
+runs with ``lock_batches=False``; ``add_many S`` opens the locked store
+with ``_pigeonhole_batches=False``.
 Without the locks, concurrent near-duplicates can both be stored: never run
 a store like that, it is here to price the locks.
 
@@ -81,30 +84,29 @@ def stream(seed: int, count: int, dup_rate: float) -> list[int]:
 
 def _client(args: tuple[str, str, int, float, int, float, Any, Any]) -> None:
     dsn, path, seed, seconds, batch, dup_rate, barrier, out = args
-    from simhash_pg import locking
-    from simhash_pg import store as store_mod
     from simhash_pg.store import SimhashStore
 
     asynchronous = path == "add async"
-    # This forked client patches the runtime's globals (the batch lock mode,
-    # the add statement). They should become parameters of the store's add
-    # and batch paths; that waits for the store's split (issue 13).
-    locking.PIGEONHOLE_BATCHES = path != "add_many S"
+    # Two stores, two connections of one client: with the writers' locks
+    # (for "add_many S" the store-wide one instead of the pigeonhole locks),
+    # and without them: add() calls simhash_add_unlocked (made by
+    # make_unlocked_add), add_many skips the near-duplicate locks.
+    pigeonhole = path != "add_many S"
     path = {"add async": "add", "add_many S": "add_many"}.get(path, path)
-    add_sql = {True: store_mod._ADD,
-               False: store_mod._ADD.replace("simhash_add(", "simhash_add_unlocked(")}
     fps = stream(seed, 200_000 if path == "add" else 2_000_000, dup_rate)
     # per mode (locks on / off): adds, near-duplicates found, latencies (ms)
     done = {True: 0, False: 0}
     dups = {True: 0, False: 0}
     lat: dict[bool, list[float]] = {True: [], False: []}
-    with SimhashStore(dsn) as store:
+    with SimhashStore(dsn, _pigeonhole_batches=pigeonhole) as locked, \
+            SimhashStore(dsn, lock_batches=False, _add_function="simhash_add_unlocked") as free:
+        stores = {True: locked, False: free}
         if asynchronous:
-            store.connection.execute("SET synchronous_commit = off")
+            for store in stores.values():
+                store.connection.execute("SET synchronous_commit = off")
         step = 1 if path == "add" else batch
         pos = 0
-        for lock in (True, False):  # warm-up: prepared statements, caches
-            store_mod._ADD = add_sql[lock]
+        for store in stores.values():  # warm-up: prepared statements, caches
             for _ in range(50 if path == "add" else 1):
                 store.add_many(fps[pos : pos + step], batch_size=batch) if path != "add" \
                     else store.add(fps[pos])
@@ -116,8 +118,7 @@ def _client(args: tuple[str, str, int, float, int, float, Any, Any]) -> None:
             # alternate call by call: both modes see the same server, cache
             # and neighbours, so their difference is the locks' cost
             lock = not lock
-            store_mod._ADD = add_sql[lock]
-            store.lock_batches = lock
+            store = stores[lock]
             t = time.perf_counter()
             if path == "add":
                 r = store.add(fps[pos])

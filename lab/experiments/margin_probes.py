@@ -35,14 +35,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from simhash_pg import quality as Q
+from lab import quality as Q
 from simhash_pg import verify as V
 from simhash_pg.bits import BLOCKS
-from simhash_pg.overlap import OVERLAP_THRESHOLD, overlap
 from simhash_pg.probes import block_bits, iter_flips, vote_with_margins
 from simhash_pg.text.features import extract_hashed
 from simhash_pg.text.signatures import sentence_signature_normalized
 from simhash_pg.text.simhash import Fingerprinter
+from simhash_pg.verify.overlap import OVERLAP_THRESHOLD, overlap
 
 TMAX = 64  # probe values listed per block (shared budgets may put 48 in one block)
 ROWS = 50_000_000
@@ -159,7 +159,7 @@ class Directed:
     lang: npt.NDArray[np.str_]
     kind: npt.NDArray[np.str_]
     edit: npt.NDArray[np.str_]
-    ovl: FloatA  # simhash_pg.overlap.overlap: the labelling rule on verification texts
+    ovl: FloatA  # simhash_pg.verify.overlap.overlap: the labelling rule on verification texts
 
     def ranks(self, t: Texts, pl: ProbeLists) -> IntA:
         """(P, 4): where c's block sits in q's probe list (TMAX: not listed)."""

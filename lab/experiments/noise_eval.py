@@ -16,7 +16,7 @@ labelled by the eval set's rule. Each configuration is a pipeline, offline:
 - candidates: radius 11 (today's ``verify="all"``) or margin-ranked probes
   (T per block, Hamming cap), each OR the 3-sentence signature;
 - verification: today's Jaccard (:func:`simhash_pg.verify.accept`'s thresholds)
-  or :func:`simhash_pg.overlap.overlap` >= 0.8 (the labelling rule).
+  or :func:`simhash_pg.verify.overlap.overlap` >= 0.8 (the labelling rule).
 
 Every pair counts in both directions.
 """
@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lab import quality as Q
 from lab.experiments.margin_probes import (
     BoolA,
     Directed,
@@ -43,12 +44,11 @@ from lab.experiments.margin_probes import (
     table,
 )
 from lab.noise import KINDS, SEED, NoisePair, generate
-from simhash_pg import quality as Q
 from simhash_pg import verify as V
-from simhash_pg.overlap import OVERLAP_THRESHOLD
 from simhash_pg.text.schemes import Scheme
 from simhash_pg.text.simhash import Fingerprinter
 from simhash_pg.text.visible import normalize_visible
+from simhash_pg.verify.overlap import OVERLAP_THRESHOLD
 
 NORMALISERS: dict[str, Callable[[str], str] | None] = {
     "default": None,

@@ -18,11 +18,11 @@ import click
 from simhash_pg.cli.common import fail, open_store
 from simhash_pg.cli.options import dsn_option, json_flag
 from simhash_pg.cli.signals import StopSignals
-from simhash_pg.retention import DEFAULT_PURGE_BATCH
+from simhash_pg.store.retention import DEFAULT_PURGE_BATCH
 
 
 def _age(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
-    from simhash_pg.retention import parse_age
+    from simhash_pg.store.retention import parse_age
 
     try:
         return parse_age(value)
@@ -44,7 +44,7 @@ def _age(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
 def command(older_than: timedelta, batch_size: int, max_seconds: float | None, dry_run: bool,
             as_json: bool, dsn: str | None) -> None:
     """Delete documents older than the retention window (e.g. --older-than 2d)."""
-    from simhash_pg import retention
+    from simhash_pg.store import retention
 
     # SIGTERM stops it as Ctrl-C does: at once, since each batch is committed on its own
     with StopSignals(graceful=False) as signals, open_store(dsn, None, None) as store:

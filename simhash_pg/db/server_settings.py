@@ -57,7 +57,7 @@ def sized_settings(memory: int | None = None, *, small: bool = False) -> dict[st
         "random_page_cost": "1.1",
         "max_connections": "100",
         # an add_many batch holds 4 pigeonhole locks per document until it
-        # commits (simhash_pg/locking.py): room for batches of the default size
+        # commits (simhash_pg/store/locking.py): room for batches of the default size
         "max_locks_per_transaction": "1024",
         "logging_collector": "off",
     }

@@ -177,7 +177,19 @@ class Fingerprinter:
 
         Raises TypeError for a non-str, NoFeaturesError for a featureless text.
         """
-        hashes, weights = extract_hashed(self.normalize(text), self.scheme)
+        return self._vote(self.normalize(text))
+
+    def fingerprint_with_norm(self, text: str) -> tuple[int, str]:
+        """The fingerprint of ``text`` and the normalised text it was computed from.
+
+        For callers that need both (the store derives the verification text
+        from it): ``text`` is normalised once. Raises as :meth:`fingerprint`.
+        """
+        norm = self.normalize(text)
+        return self._vote(norm), norm
+
+    def _vote(self, norm: str) -> int:
+        hashes, weights = extract_hashed(norm, self.scheme)
         if not len(hashes):
             raise NoFeaturesError(_NO_FEATURES)
         return vote(hashes, weights)

@@ -4,7 +4,7 @@
 -- sql/current/hamming.sql; tests/test_sql_current.py keeps them equal).
 --
 -- The locking protocol (docs/design.md, "Concurrent writers";
--- simhash_pg/locking.py states it at its top): every advisory lock a writer
+-- simhash_pg/store/locking.py states it at its top): every advisory lock a writer
 -- takes, in one global order, so that writers never deadlock:
 --
 --   (1397246980, 0)                    the whole store: shared by every
@@ -22,7 +22,7 @@
 
 -- Every advisory lock a writer takes, in the order above. The block locks
 -- come sorted by (key1, key2) from the caller (simhash_add and
--- simhash_pg/locking.py; taken in that order, without a sort here), the key
+-- simhash_pg/store/locking.py; taken in that order, without a sort here), the key
 -- locks are sorted here, by hash. The waits are bounded: the shorter of the
 -- session's lock_timeout and simhash.lock_timeout (set by the store; 30s
 -- when unset). SECURITY DEFINER (the lock functions are not PUBLIC), and it

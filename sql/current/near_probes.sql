@@ -178,7 +178,7 @@ BEGIN
 END
 $$;
 
--- The batch with what the store's verification reads (simhash_pg/_verified.py),
+-- The batch with what the store's verification reads (simhash_pg/verify/candidates.py),
 -- and the signature matches, in one call: the rows of
 -- simhash_near_probes_many with their meta, verify_text and sentence_sig,
 -- then every row whose sentence_sig equals sigs[q] (sigs NULL or a NULL

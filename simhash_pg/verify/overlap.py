@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from simhash_pg.verify import is_short, shingles
+from simhash_pg.verify.jaccard import is_short, shingles
 
 __all__ = ["DOC_NGRAM", "OVERLAP_THRESHOLD", "SHORT_NGRAM", "is_duplicate", "ngram_for", "overlap"]
 

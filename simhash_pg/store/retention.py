@@ -32,7 +32,7 @@ from typing import Any
 
 import psycopg
 
-from simhash_pg import locking
+from simhash_pg.store import locking
 
 __all__ = ["DEFAULT_PURGE_BATCH", "PurgeResult", "parse_age", "purge", "purge_candidates"]
 

@@ -30,9 +30,11 @@ exclude each other exactly when they could collide.
 
 A wait is bounded (item 7 of issue 18): by the session's ``lock_timeout`` or
 ``simhash.lock_timeout``, whichever is shorter (the store sets the latter;
-30 s when unset); the store retries a timed-out wait with backoff and then
-raises :class:`LockTimeoutError`. Since revision 0008 only writers (roles
-that may INSERT into simhash_documents) can take these locks at all.
+30 s when unset). :func:`retrying` reruns a writer's transaction with
+backoff: a timed-out wait up to :data:`LOCK_ATTEMPTS` tries in all, then
+:class:`LockTimeoutError`; a lost race (:data:`TRANSIENT`) up to
+:data:`RACE_ATTEMPTS`. Since revision 0008 only writers (roles that may
+INSERT into simhash_documents) can take these locks at all.
 
 A batch of n fingerprints holds up to 4n block locks and n key locks until
 it commits, in the server's shared lock table (max_locks_per_transaction x
@@ -44,9 +46,10 @@ instead: correct, but it then excludes every other writer for its duration.
 from __future__ import annotations
 
 import random
+import time
 import weakref
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
@@ -56,8 +59,9 @@ from simhash_pg.bits import blocks_array
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
     "KEY_LOCK",
+    "LOCK_ATTEMPTS",
     "LOCK_BASE",
-    "PIGEONHOLE_BATCHES",
+    "RACE_ATTEMPTS",
     "STORE_LOCK",
     "TRANSIENT",
     "LockTimeoutError",
@@ -65,7 +69,11 @@ __all__ = [
     "batch_lock_keys",
     "holders",
     "lock_batch",
+    "lock_timeout_error",
+    "retrying",
 ]
+
+_T = TypeVar("_T")
 
 # The key spaces: 1397246976 = "SHM\0", plus the block number; 1397246980
 # (with 0) is the store-wide lock, 1397246982 (with hashtext(key)) the keys'.
@@ -77,9 +85,11 @@ KEY_LOCK = 1397246982
 # default; simhash_writer_lock's own default when simhash.lock_timeout is unset).
 DEFAULT_LOCK_TIMEOUT = 30.0
 
-# False: every locked batch takes the store-wide lock (for the benchmark's
-# comparison of the two).
-PIGEONHOLE_BATCHES = True
+# Tries of one add or batch: a lock wait that timed out (lock_timeout each),
+# and a race another writer won (deadlock, serialisation failure, a key
+# stored outside the lock protocol), each retried with backoff.
+LOCK_ATTEMPTS = 3
+RACE_ATTEMPTS = 8
 
 # Errors a writer's transaction may meet from a race with other writers that
 # a rerun of the transaction resolves (with backoff): a deadlock, a
@@ -143,20 +153,23 @@ def batch_lock_keys(fps: Sequence[int]) -> tuple[list[int], list[int]]:
 
 
 def lock_batch(
-    conn: Any, fps: Sequence[int], k: int, keys: Iterable[str] = (), *, dedup: bool = True
+    conn: Any, fps: Sequence[int], k: int, keys: Iterable[str] = (), *, dedup: bool = True,
+    pigeonhole: bool = True,
 ) -> str:
     """Lock a batch in ``conn``'s transaction before its look-ups.
 
     ``fps``: the unsigned fingerprints a dedup batch checks (k: its radius);
     ``keys``: the keys it may insert. ``dedup=False``: the keys only.
-    Returns "pigeonhole" (blocks and keys), "keys", "store" (the store-wide
-    exclusive lock) or "none" (nothing to lock).
+    ``pigeonhole=False`` takes the store-wide lock where the block locks
+    would do (a benchmark's comparison of the two). Returns "pigeonhole"
+    (blocks and keys), "keys", "store" (the store-wide exclusive lock) or
+    "none" (nothing to lock).
     """
     key_list = list(dict.fromkeys(keys))
     key1: list[int] = []
     key2: list[int] = []
     if dedup and len(fps):
-        if k > 3 or not PIGEONHOLE_BATCHES:
+        if k > 3 or not pigeonhole:
             conn.execute(_LOCK, ["exclusive", None, None, None], prepare=True)
             return "store"
         key1, key2 = batch_lock_keys(fps)
@@ -170,6 +183,43 @@ def lock_batch(
         return mode
     conn.execute(_LOCK, ["exclusive", None, None, None], prepare=True)
     return "store"
+
+
+def retrying(
+    conn: Any, attempt: Callable[[], _T], *, lock_timeout: float | None, retry: bool = True
+) -> _T:
+    """``attempt()`` (one transaction on ``conn``), rerun with backoff after a race it lost.
+
+    ``retry=False`` (inside a caller's transaction, which the error
+    aborted): one try, but a lock timeout still raises LockTimeoutError.
+    ``lock_timeout`` (seconds, or None) is only for the error's message.
+    """
+    lock_waits = races = 0
+    while True:
+        try:
+            return attempt()
+        except psycopg.errors.LockNotAvailable as exc:
+            lock_waits += 1
+            if not retry or lock_waits >= LOCK_ATTEMPTS:
+                raise lock_timeout_error(conn, lock_waits, lock_timeout) from exc
+        except TRANSIENT:
+            races += 1
+            if not retry or races >= RACE_ATTEMPTS:
+                raise
+        time.sleep(backoff(lock_waits + races))
+
+
+def lock_timeout_error(conn: Any, waits: int, lock_timeout: float | None) -> LockTimeoutError:
+    """The error after ``waits`` timed-out waits, naming who holds the locks if it can."""
+    idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    who = holders(conn) if idle else ""
+    limit = f"{lock_timeout:g} s" if lock_timeout is not None else "lock_timeout"
+    return LockTimeoutError(
+        f"gave up after {waits} wait(s) of up to {limit} for the writers' locks: "
+        + (f"{who}. " if who else "another session holds them. ")
+        + "A transaction left open? Nothing of this add was stored; "
+        "SimhashStore(lock_timeout=...) sets the wait."
+    )
 
 
 def backoff(attempt: int) -> float:

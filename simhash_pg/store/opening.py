@@ -1,0 +1,229 @@
+"""Opening a store: where the database is, the connection, and the handshake.
+
+Where the database is, first found: the ``dsn`` argument, the ``engine``
+argument (an SQLAlchemy engine), ``$SIMHASH_PG_DSN``, else the embedded
+PostgreSQL in ``$SIMHASH_PG_HOME`` or the per-user data directory, started on
+first use and reused afterwards (``simhash-pg server stop`` stops it).
+
+The handshake, in order: the writers' lock timeout for the session; the
+schema (created or upgraded under an advisory lock with ``migrate=True``,
+else an outdated database is a :class:`SchemaVersionError`); the fingerprint
+scheme (recorded on first open, compared afterwards); the verify mode
+(recorded on first open by the first role allowed to).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from simhash_pg.db import migrate
+from simhash_pg.store.results import (
+    SchemaVersionError,
+    SchemeMismatchError,
+    StoreConnectionError,
+)
+from simhash_pg.verify import VERIFY_MODES, VerifyMode
+
+if TYPE_CHECKING:
+    from simhash_pg.text.schemes import Scheme
+
+__all__ = ["DEFAULT_VERIFY", "SCHEMA_HEAD", "Opened", "open_database", "where"]
+
+# A new store verifies every text: measured on ../shared/eval through the
+# store, "all" is the only mode that meets the long-text targets (P 0.989,
+# R 0.957 against R 0.395 at k = 3 unverified; docs/quality.md). Its cost is
+# a k = 11 probe per text query and the store-wide lock per text add: at tens
+# of millions of rows a stream should open its store with verify="short".
+DEFAULT_VERIFY: VerifyMode = "all"
+# The schema revision this simhash-pg needs.
+SCHEMA_HEAD = migrate.HEAD
+
+_GET_META = "SELECT value FROM simhash_meta WHERE name = %s"
+_PUT_META = (
+    "INSERT INTO simhash_meta (name, value) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING"
+)
+
+
+class Opened(NamedTuple):
+    """An open, checked connection and what the handshake found."""
+
+    dsn: str
+    conn: psycopg.Connection[Any]
+    scheme: Scheme
+    recorded_verify: VerifyMode  # the mode the database records
+
+
+def open_database(
+    dsn: str | None,
+    engine: Any,
+    *,
+    scheme: Scheme | Mapping[str, Any] | str | None,
+    verify: VerifyMode | None,
+    do_migrate: bool,
+    connect_timeout: int,
+    lock_timeout: float | None,
+    partitions: bool,
+) -> Opened:
+    """Find the database, connect (autocommit) and shake hands; the connection is
+    closed again if any step fails. ``partitions``: make today's and the next
+    days' partitions, if missing (a store with a retention window).
+    """
+    resolved = resolve_dsn(dsn, engine)
+    conn = connect(resolved, connect_timeout)
+    try:
+        # simhash_writer_lock reads it (sql/0008_writer_locks.sql); "0": no limit
+        conn.execute(
+            "SELECT set_config('simhash.lock_timeout', %s, false)",
+            [f"{round(lock_timeout * 1000)}ms" if lock_timeout is not None else "0"],
+        )
+        _ensure_schema(conn, resolved, do_migrate)
+        stored_scheme = _ensure_scheme(conn, resolved, scheme)
+        recorded = _ensure_verify(conn, resolved, verify)
+    except BaseException:
+        conn.close()
+        raise
+    if partitions:
+        _ensure_partitions(conn)
+    return Opened(resolved, conn, stored_scheme, recorded)
+
+
+def where(dsn: str) -> str:
+    """host:port/dbname of a DSN, for error messages (never the password)."""
+    try:
+        p = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "(unparsable DSN)"
+    host = p.get("host") or p.get("hostaddr") or os.environ.get("PGHOST") or "localhost"
+    port = p.get("port") or os.environ.get("PGPORT") or "5432"
+    db = p.get("dbname") or os.environ.get("PGDATABASE") or p.get("user") or ""
+    return f"{host}:{port}/{db}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def resolve_dsn(dsn: str | None, engine: Any) -> str:
+    if dsn is not None and engine is not None:
+        raise ValueError("give either dsn or engine, not both")
+    if dsn is not None:
+        if not isinstance(dsn, str) or not dsn.strip():
+            raise ValueError("dsn must be a non-empty connection string")
+        return migrate.libpq_dsn(dsn)
+    if engine is not None:
+        url = engine.url.render_as_string(hide_password=False)
+        return migrate.libpq_dsn(url)
+    env = os.environ.get("SIMHASH_PG_DSN")
+    if env:
+        return migrate.libpq_dsn(env)
+    from simhash_pg.db.server import get_default_server
+
+    return get_default_server().start()
+
+
+def connect(dsn: str, timeout: int) -> psycopg.Connection[Any]:
+    try:
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=timeout)
+    except psycopg.OperationalError as exc:
+        raise StoreConnectionError(
+            f"cannot connect to PostgreSQL at {where(dsn)}: {_first_line(exc)}"
+        ) from None
+    except psycopg.ProgrammingError as exc:
+        raise ValueError(f"invalid DSN: {_first_line(exc)}") from None
+
+
+def _schema_revision(conn: psycopg.Connection[Any]) -> str | None:
+    row = conn.execute("SELECT to_regclass('alembic_version') IS NOT NULL").fetchone()
+    if not row or not row[0]:
+        return None
+    rev = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    return rev[0] if rev else None
+
+
+def _ensure_schema(conn: psycopg.Connection[Any], dsn: str, do_migrate: bool) -> None:
+    rev = _schema_revision(conn)
+    if rev == migrate.HEAD:
+        return
+    if not do_migrate:
+        raise SchemaVersionError(
+            f"the database at {where(dsn)} is at schema revision {rev or 'none'}, "
+            f"this simhash-pg needs {migrate.HEAD}: run `simhash-pg db upgrade --dsn ...`"
+        )
+    try:
+        migrate.upgrade(dsn)
+    except Exception as exc:
+        if "Can't locate revision" in str(exc):
+            raise SchemaVersionError(
+                f"the database at {where(dsn)} is at schema revision {rev}, "
+                "unknown to this simhash-pg (made by a newer version?)"
+            ) from exc
+        raise
+
+
+def _ensure_scheme(
+    conn: psycopg.Connection[Any], dsn: str, scheme: Scheme | Mapping[str, Any] | str | None
+) -> Scheme:
+    from simhash_pg.text.schemes import Scheme, get_scheme
+
+    wanted = get_scheme(scheme)
+    row = conn.execute(_GET_META, ["scheme"]).fetchone()
+    if row is None:
+        conn.execute(_PUT_META, ["scheme", Jsonb(wanted.to_dict())])
+        row = conn.execute(_GET_META, ["scheme"]).fetchone()
+    assert row is not None
+    try:
+        stored = Scheme.from_dict(row[0])
+    except (TypeError, ValueError) as exc:
+        raise SchemeMismatchError(
+            f"the database at {where(dsn)} was made with fingerprint scheme "
+            f"{json.dumps(row[0], sort_keys=True)}, which this simhash-pg cannot "
+            f"compute: {exc}"
+        ) from exc
+    if scheme is not None and stored.to_json() != wanted.to_json():
+        raise SchemeMismatchError(
+            f"the database at {where(dsn)} was made with fingerprint scheme "
+            f"{stored.to_json()}, not {wanted.to_json()}: fingerprints of two schemes "
+            "cannot be compared. Open it without a scheme (to use its own) or use "
+            "another database."
+        )
+    return stored
+
+
+def _ensure_verify(
+    conn: psycopg.Connection[Any], dsn: str, verify: VerifyMode | None
+) -> VerifyMode:
+    """The database's verify mode, recorded on first open (the given one or the default)."""
+    row = conn.execute(_GET_META, ["verify"]).fetchone()
+    if row is None:
+        try:
+            conn.execute(_PUT_META, ["verify", Jsonb(verify or DEFAULT_VERIFY)])
+        except psycopg.errors.InsufficientPrivilege:
+            # a read-only role (simhash_reader): the first writer records it
+            return verify or DEFAULT_VERIFY
+        row = conn.execute(_GET_META, ["verify"]).fetchone()
+    value = row[0] if row else None
+    if value not in VERIFY_MODES:
+        raise SchemaVersionError(
+            f"the database at {where(dsn)} records verify mode {value!r}, "
+            f"not one of {', '.join(VERIFY_MODES)}"
+        )
+    return cast(VerifyMode, value)
+
+
+def _ensure_partitions(conn: psycopg.Connection[Any]) -> None:
+    """Make today's and the next days' partitions, if missing (best effort).
+
+    Only the table's owner may: a writer or reader role gets a permission
+    error, ignored here (``simhash-pg purge``, run by the owner, makes
+    them too; rows of a missing day wait in the default partition).
+    """
+    with contextlib.suppress(psycopg.Error):
+        conn.execute("SELECT simhash_ensure_partitions(2)").fetchall()

@@ -1,0 +1,86 @@
+"""One document's add: the plain one round trip, or the verified add.
+
+A fingerprint, or a text whose store neither verifies nor keeps texts, goes
+through the SQL function ``simhash_add``: check and insert in one round
+trip, its pigeonhole locks taken inside (k <= 3). A text that is verified
+or whose text is kept is re-checked in Python, so :func:`add_verified` takes
+the locks itself, then looks up the key and the candidates, then inserts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from simhash_pg.bits import to_signed, to_unsigned
+from simhash_pg.store import locking, sql
+from simhash_pg.store.results import AddResult, OnDuplicate
+from simhash_pg.verify import VerifyPolicy, VText
+from simhash_pg.verify.candidates import lookup
+
+__all__ = ["add_plain", "add_verified"]
+
+
+def add_plain(
+    conn: psycopg.Connection[Any], statement: str, fp: int, key: str | None,
+    meta: dict[str, Any] | None, k: int, mode: str, lock_timeout: float | None,
+) -> AddResult:
+    """``simhash_add`` (``statement``) of one fingerprint; ``mode``: skip, link or insert."""
+    args = [to_signed(fp), key, Jsonb(meta) if meta is not None else None, k, mode]
+    # one statement, its own transaction (autocommit): a rerun is safe
+    # unless the caller has a transaction open on this connection
+    idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    row = locking.retrying(
+        conn, lambda: conn.execute(statement, args, prepare=True).fetchone(),
+        lock_timeout=lock_timeout, retry=idle,
+    )
+    assert row is not None
+    rid, rfp, dup, dist, inserted, dup_key = row
+    return AddResult(rid, to_unsigned(rfp), dup, dist, inserted, key=key, duplicate_key=dup_key,
+                     existing_key=not inserted and dist is None)
+
+
+def add_verified(
+    conn: psycopg.Connection[Any], fp: int, vt: VText, key: str | None,
+    meta: dict[str, Any] | None, k: int, on_duplicate: OnDuplicate, dedup: bool,
+    policy: VerifyPolicy, lock_timeout: float | None,
+) -> AddResult:
+    """add() of a text when verification is on or its text is kept: three round trips.
+
+    The locks first (the store-wide one when the policy's radius exceeds 3,
+    as for a short text), then the key and the candidates, then the insert.
+    """
+    signed = to_signed(fp)
+    vtext, sig = policy.stored_fields(vt)
+
+    def attempt() -> AddResult:
+        with conn.transaction():
+            # the fingerprint's locks (and the key's), or the key's alone
+            locking.lock_batch(conn, [fp], policy.radius(vt.text, k),
+                               [key] if key is not None else (), dedup=dedup)
+            if key is not None:
+                row = conn.execute(sql.KEYS, [[key]], prepare=True).fetchone()
+                if row is not None:
+                    return AddResult(row[1], to_unsigned(row[2]), row[3], None, False,
+                                     key=key, existing_key=True)
+            best = None
+            if dedup:
+                found = lookup(conn, [signed], [vt], k, policy)[0]
+                best = found[0] if found else None
+            if best is not None and on_duplicate == "skip":
+                return AddResult(best.id, fp, best.id, best.distance, False, key=key,
+                                 duplicate_key=best.key)
+            row = conn.execute(
+                sql.INSERT,
+                [key, signed, best.id if best else None,
+                 Jsonb(meta) if meta is not None else None, vtext, sig],
+                prepare=True,
+            ).fetchone()
+            assert row is not None
+            return AddResult(row[0], fp, best.id if best else None,
+                             best.distance if best else None, True, key=key,
+                             duplicate_key=best.key if best else None)
+
+    return locking.retrying(conn, attempt, lock_timeout=lock_timeout)

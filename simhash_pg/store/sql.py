@@ -1,0 +1,72 @@
+"""The statements the store sends, in one place (the SQL functions are in sql/).
+
+The verified look-ups are in :mod:`simhash_pg.verify.candidates`, the COPY
+statements in :mod:`simhash_pg.store.copy`, the catalog queries of
+``bulk_load`` and ``stats`` beside them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = [
+    "ADD_FUNCTIONS",
+    "COUNT",
+    "DELETE",
+    "GET",
+    "INSERT",
+    "KEYS",
+    "NEAR",
+    "NEAREST_MANY",
+    "NEAR_MANY",
+    "NEXT_IDS",
+    "AddFunction",
+    "add_statement",
+]
+
+# simhash_add checks and inserts in one round trip (sql/0005_partitions.sql);
+# simhash_add_unlocked is a copy without its locks that only the stream
+# benchmark creates, in its own database, to price them (lab/bench/stream.py).
+AddFunction = Literal["simhash_add", "simhash_add_unlocked"]
+ADD_FUNCTIONS: tuple[AddFunction, ...] = ("simhash_add", "simhash_add_unlocked")
+
+
+def add_statement(function: AddFunction = "simhash_add") -> str:
+    if function not in ADD_FUNCTIONS:
+        raise ValueError(f"the add function must be one of {', '.join(ADD_FUNCTIONS)}")
+    return (
+        "SELECT id, fingerprint, duplicate_of, distance, inserted, duplicate_key"
+        f" FROM {function}(%s, %s, %s, %s, %s)"
+    )
+
+
+GET = {
+    col: "SELECT id, key, fingerprint, duplicate_of, created_at, meta"
+    f" FROM simhash_documents WHERE {col} = %s"
+    for col in ("id", "key")
+}
+DELETE = {col: f"DELETE FROM simhash_documents WHERE {col} = %s" for col in ("id", "key")}
+COUNT = "SELECT count(*) FROM simhash_documents"
+NEAR = (
+    "SELECT n.id, n.key, n.distance, d.meta FROM simhash_near(%s, %s) AS n"
+    " JOIN simhash_documents d ON d.id = n.id ORDER BY n.distance, n.id LIMIT %s"
+)
+NEAR_MANY = (
+    "SELECT n.query, n.id, n.key, n.distance, d.meta FROM simhash_near_many(%s, %s) AS n"
+    " JOIN simhash_documents d ON d.id = n.id ORDER BY n.query, n.distance, n.id"
+)
+# The nearest stored document per query: what add_many needs.
+NEAREST_MANY = (
+    "SELECT DISTINCT ON (n.query) n.query, n.id, n.key, n.distance"
+    " FROM simhash_near_many(%s, %s) AS n ORDER BY n.query, n.distance, n.id"
+)
+KEYS = "SELECT key, id, fingerprint, duplicate_of FROM simhash_documents WHERE key = ANY(%s)"
+NEXT_IDS = (
+    "SELECT nextval(pg_get_serial_sequence('simhash_documents', 'id'))"
+    " FROM generate_series(1, %s)"
+)
+INSERT = (
+    "INSERT INTO simhash_documents"
+    " (key, fingerprint, duplicate_of, meta, verify_text, sentence_sig)"
+    " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id"
+)

@@ -1,0 +1,38 @@
+"""Rows and sizes of a store, from the catalog: what ``simhash-pg stats`` prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+__all__ = ["table_stats"]
+
+# Summed over the partitions (pg_partition_tree lists nothing for a plain
+# table: the table itself is added); keys_bytes: the simhash_keys table.
+_SIZES = (
+    "SELECT (SELECT count(*) FROM simhash_documents), sum(pg_table_size(t.relid)),"
+    " sum(pg_indexes_size(t.relid)), current_setting('server_version'),"
+    " count(*) FILTER (WHERE t.level > 0),"
+    " coalesce(pg_total_relation_size(to_regclass('simhash_keys')), 0)"
+    " FROM (SELECT 'simhash_documents'::regclass AS relid, 0 AS level UNION"
+    " SELECT relid, level FROM pg_partition_tree('simhash_documents')) AS t"
+)
+
+
+def table_stats(conn: psycopg.Connection[Any]) -> dict[str, Any]:
+    """Rows, bytes of table, indexes and keys, partitions and the server's version."""
+    row = conn.execute(_SIZES).fetchone()
+    assert row is not None
+    rows, table_bytes, index_bytes, version, partitions, keys_bytes = row
+    table_bytes, index_bytes = int(table_bytes), int(index_bytes)
+    return {
+        "rows": rows,
+        "table_bytes": table_bytes,
+        "index_bytes": index_bytes,
+        "keys_bytes": keys_bytes,
+        "partitions": partitions,
+        "bytes_per_row": (round((table_bytes + index_bytes + keys_bytes) / rows, 1)
+                          if rows else None),
+        "server_version": version,
+    }

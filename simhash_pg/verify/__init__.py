@@ -1,0 +1,81 @@
+"""Verification: which index candidates are near-duplicates, decided by one rule.
+
+- :mod:`~simhash_pg.verify.rule`: the duplicate rule and :class:`VerifyPolicy`,
+  which answers every question a verify mode raises (keep the text? widen k?
+  use the sentence signature?);
+- :mod:`~simhash_pg.verify.jaccard`: verification texts and their n-gram
+  Jaccard;
+- :mod:`~simhash_pg.verify.candidates`: the look-up of stored candidates and
+  their filtering by the rule, for single and batch paths alike;
+- :mod:`~simhash_pg.verify.overlap`: the labelling rule's overlap measure
+  (opt-in, for experiments).
+"""
+
+from simhash_pg.verify.candidates import Candidate, filter_candidates
+from simhash_pg.verify.jaccard import (
+    LONG_NGRAM,
+    SHORT_NGRAM,
+    SHORT_TEXT_CHARS,
+    VText,
+    alnum_only,
+    is_short,
+    ngram_for,
+    shingles,
+    similarity,
+    verification_text,
+)
+from simhash_pg.verify.rule import (
+    KEEP_TEXT_CHARS,
+    LONG_K,
+    LONG_THRESHOLD,
+    SHORT_K,
+    SHORT_THRESHOLD,
+    TEXT_LOST,
+    VERIFY_MODES,
+    PairTest,
+    StoredText,
+    VerifyMode,
+    VerifyPolicy,
+    accept,
+    is_near_duplicate,
+    judge,
+    keep_text,
+    policy_for,
+    query_k,
+    stronger,
+    threshold_for,
+)
+
+__all__ = [
+    "KEEP_TEXT_CHARS",
+    "LONG_K",
+    "LONG_NGRAM",
+    "LONG_THRESHOLD",
+    "SHORT_K",
+    "SHORT_NGRAM",
+    "SHORT_TEXT_CHARS",
+    "SHORT_THRESHOLD",
+    "TEXT_LOST",
+    "VERIFY_MODES",
+    "Candidate",
+    "PairTest",
+    "StoredText",
+    "VText",
+    "VerifyMode",
+    "VerifyPolicy",
+    "accept",
+    "alnum_only",
+    "filter_candidates",
+    "is_near_duplicate",
+    "is_short",
+    "judge",
+    "keep_text",
+    "ngram_for",
+    "policy_for",
+    "query_k",
+    "shingles",
+    "similarity",
+    "stronger",
+    "threshold_for",
+    "verification_text",
+]

@@ -1,0 +1,123 @@
+"""Candidate look-up: index candidates re-checked by the duplicate rule.
+
+The index answers "which fingerprints lie within r bits"; the rule then
+decides which of those are near-duplicates (:meth:`VerifyPolicy.accept
+<simhash_pg.verify.rule.VerifyPolicy.accept>`). So a verified look-up asks
+the index at the policy's radius (wider than k for short texts, and for
+every text under ``"all"``), adds the rows whose sentence signature equals
+the query's (when the policy uses signatures), and keeps what the rule
+accepts, nearest first, ties by id: the order ``near()`` has without
+verification.
+
+Single adds, ``near`` and ``near_many`` look up stored rows with
+:func:`lookup`; a batch looks up its stored rows with it too, and its own
+earlier rows through :func:`filter_candidates` (``simhash_pg/store/batch.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+from simhash_pg.verify.jaccard import VText
+from simhash_pg.verify.rule import TEXT_LOST, StoredText, VerifyMode, VerifyPolicy, policy_for
+
+__all__ = ["Candidate", "filter_candidates", "lookup"]
+
+# Candidates within radius of each query, with what verification reads. The
+# last column: the row's verification data was lost (stored before revision
+# 0003 added the columns, as simhash_meta's 'unverified_rows' records, see
+# sql/0003_verification.sql), so the rule judges it by distance alone.
+_NEAR = (
+    "SELECT n.query, n.id, n.key, n.distance, d.meta, d.verify_text, d.sentence_sig,"
+    " coalesce(d.verify_text IS NULL AND d.id <= (u.value->>'max_id')::bigint"
+    " AND d.created_at <= (u.value->>'stored_until')::timestamptz, false)"
+    " FROM simhash_near_many(%s, %s) AS n JOIN simhash_documents d ON d.id = n.id"
+    " LEFT JOIN simhash_meta u ON u.name = 'unverified_rows'"
+)
+# Rows whose sentence signature equals a query's, whatever their distance
+# (never a lost row: it has no signature).
+_SIG = (
+    "SELECT q.o::integer, d.id, d.key, simhash_hamming(d.fingerprint, q.fp), d.meta,"
+    " d.verify_text, d.sentence_sig, false"
+    " FROM unnest(%s::bigint[], %s::bigint[]) WITH ORDINALITY AS q (fp, sig, o)"
+    " JOIN simhash_documents d ON d.sentence_sig = q.sig"
+)
+
+
+class Candidate(NamedTuple):
+    """A row the index returned for a query, and what the rule reads of it.
+
+    A NamedTuple: a look-up builds many, and a frozen dataclass costs several
+    times as much to build.
+    """
+
+    id: int
+    key: str | None
+    distance: int
+    meta: dict[str, Any] | None = None
+    text: StoredText = None  # its verification text; None: not kept; TEXT_LOST
+    signature_match: bool = False  # its sentence signature equals the query's
+
+
+def filter_candidates(
+    query_norm: str,
+    candidates: Iterable[Candidate],
+    k: int,
+    policy: VerifyPolicy | VerifyMode = "short",
+) -> list[Candidate]:
+    """The candidates the rule accepts, nearest first, ties by id.
+
+    For ``add(dedup=True)``: the first one, if any, is the document it duplicates.
+    """
+    p = policy_for(policy)
+    kept = [c for c in candidates
+            if p.accept(query_norm, c.text, c.distance, k, signature_match=c.signature_match)]
+    kept.sort(key=lambda c: (c.distance, c.id))
+    return kept
+
+
+def lookup(
+    conn: Any,
+    fps: Sequence[int],
+    texts: Sequence[VText],
+    k: int,
+    policy: VerifyPolicy,
+) -> list[list[Candidate]]:
+    """Per query (signed fingerprint + its VText): the accepted stored rows, nearest first.
+
+    One round trip: a ``simhash_near_many`` per distinct radius (at most two),
+    and the signature look-up, pipelined.
+    """
+    n = len(fps)
+    groups: dict[int, list[int]] = {}
+    for i, t in enumerate(texts):
+        groups.setdefault(policy.radius(t.text, k), []).append(i)
+    sig_pos = [i for i, t in enumerate(texts) if t.sig is not None] if policy.signature else []
+    with conn.pipeline():
+        curs = [
+            (pos, conn.execute(_NEAR, [[fps[i] for i in pos], r], prepare=True))
+            for r, pos in groups.items()
+        ]
+        c_sig = (
+            conn.execute(_SIG, [[fps[i] for i in sig_pos], [texts[i].sig for i in sig_pos]],
+                         prepare=True)
+            if sig_pos else None
+        )
+    rows: list[dict[int, tuple[Any, ...]]] = [{} for _ in range(n)]
+    for pos, cur in curs:
+        for q, *row in cur.fetchall():
+            rows[pos[q - 1]][row[0]] = tuple(row)
+    if c_sig is not None:
+        for q, *row in c_sig.fetchall():
+            rows[sig_pos[q - 1]].setdefault(row[0], tuple(row))
+    out: list[list[Candidate]] = []
+    for i in range(n):
+        qt = texts[i]
+        found = (
+            Candidate(id_, key, dist, meta, TEXT_LOST if lost else vtext,
+                      qt.sig is not None and sig == qt.sig)
+            for id_, key, dist, meta, vtext, sig, lost in rows[i].values()
+        )
+        out.append(filter_candidates(qt.text, found, k, policy))
+    return out

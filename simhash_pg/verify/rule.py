@@ -1,0 +1,331 @@
+"""The duplicate rule, written once, and the policy of a verify mode.
+
+A 64-bit SimHash of a 20-character title has too few features to be reliable:
+one changed character moves it by 5-15 bits, and unrelated titles can land
+close. So for short texts the store widens k (to :data:`SHORT_K`) and keeps
+only candidates whose *exact* similarity (:mod:`simhash_pg.verify.jaccard`)
+passes :data:`SHORT_THRESHOLD`. The same check can guard long texts too
+(:data:`LONG_K`, :data:`LONG_THRESHOLD`).
+
+The rule is :meth:`VerifyPolicy.test` (which distance, signature and
+similarity a pair must meet) applied by :func:`judge`. Everything decides
+through it: the single add and ``near`` (:mod:`simhash_pg.verify.candidates`),
+the batch's in-batch matches (``simhash_pg/store/batch.py``) and the
+evaluation's vectorised :meth:`VerifyPolicy.decide` (``lab/quality.py``).
+
+    >>> from simhash_pg.verify.jaccard import verification_text
+    >>> a = verification_text("Stocks rally as oil falls")
+    >>> is_near_duplicate(a, a)
+    True
+    >>> VerifyPolicy("all").accept(a, a, 11, 3)
+    True
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from simhash_pg.verify.jaccard import (
+    SHORT_TEXT_CHARS,
+    VText,
+    from_norm,
+    from_norm_sig,
+    is_short,
+    similarity,
+)
+
+__all__ = [
+    "KEEP_TEXT_CHARS",
+    "LONG_K",
+    "LONG_THRESHOLD",
+    "SHORT_K",
+    "SHORT_THRESHOLD",
+    "TEXT_LOST",
+    "VERIFY_MODES",
+    "PairTest",
+    "StoredText",
+    "VerifyMode",
+    "VerifyPolicy",
+    "accept",
+    "by_distance",
+    "is_near_duplicate",
+    "judge",
+    "keep_text",
+    "policy_for",
+    "query_k",
+    "stronger",
+    "threshold_for",
+]
+
+# Measured on pairs_short.jsonl (docs/quality.md): F1 of "Hamming <= k and
+# Jaccard >= threshold" is 0.927 at k = 11 (0.918 on a second draw of the set)
+# and creeps up only slowly beyond; k <= 11 still needs only 2-bit probes per
+# 16-bit block in the store, like k = 8.
+SHORT_K = 11
+SHORT_THRESHOLD = 0.72
+# Long texts, when verification guards them. k = 11 is the largest k that
+# still needs only 2-bit probes per block (k = 12 needs 3-bit probes: about 4x
+# slower per query, measured). With the sentence signature OR-ed in (and
+# verified too), texts of 200+ characters reach P 0.989, R 0.957 on two draws
+# of the eval set (docs/quality.md); without it R is 0.949-0.950.
+LONG_K = 11
+LONG_THRESHOLD = 0.78
+# With verification only for short texts, a store needs the verification text
+# of documents below this length: a pair with a short side and a side at least
+# twice as long cannot reach SHORT_THRESHOLD, so longer texts need no copy.
+KEEP_TEXT_CHARS = 2 * SHORT_TEXT_CHARS
+
+VerifyMode = Literal["off", "short", "all"]
+VERIFY_MODES: tuple[VerifyMode, ...] = ("off", "short", "all")
+
+
+class _Lost(enum.Enum):
+    TEXT_LOST = "text lost"
+
+
+# A stored row whose verification data is gone: stored before revision 0003
+# made the columns, or before a downgrade past 0003 dropped them (the texts
+# are not kept, so they cannot be recomputed). Unlike None ("not kept: too
+# long for the mode, or a bare fingerprint"), it says nothing about length.
+TEXT_LOST: Final = _Lost.TEXT_LOST
+# What a stored row offers verification: its text, None or TEXT_LOST.
+StoredText = str | None | Literal[_Lost.TEXT_LOST]
+
+
+def threshold_for(a_norm: str, b_norm: str) -> float:
+    """The similarity threshold for a pair (short if either side is short)."""
+    return SHORT_THRESHOLD if is_short(a_norm) or is_short(b_norm) else LONG_THRESHOLD
+
+
+def is_near_duplicate(
+    query_norm: str, candidate_norm: str, *, threshold: float | None = None
+) -> bool:
+    """Whether two verification texts pass the similarity test alone (no distance)."""
+    t = threshold_for(query_norm, candidate_norm) if threshold is None else threshold
+    return similarity(query_norm, candidate_norm) >= t
+
+
+class PairTest(NamedTuple):
+    """What a pair must meet: the fingerprint part, then the text part."""
+
+    radius: int  # Hamming distance <= radius passes the fingerprint part...
+    signature: bool  # ...and so does an equal sentence signature, when True
+    threshold: float | None  # similarity must reach it; None: not measured
+
+
+def judge(test: PairTest, distance: Any, signature_match: Any, measure: Callable[[], Any]) -> Any:
+    """Whether pairs meet ``test``: ``(distance <= radius or signature) and similarity``.
+
+    Scalars (one candidate) or NumPy arrays (the evaluation's pairs) alike.
+    ``measure()`` gives the similarity; for a scalar pair it is called only
+    when the fingerprint part passed, since it is the costly part.
+    """
+    near = (distance <= test.radius) | (signature_match & test.signature)
+    if test.threshold is None:
+        return near
+    if near is False:
+        return False
+    return near & (measure() >= test.threshold)
+
+
+def by_distance(k: int) -> PairTest:
+    """The test of a pair whose texts are not compared: ``distance <= k``."""
+    return PairTest(k, False, None)
+
+
+def _unmeasured() -> float:
+    raise AssertionError("a test without a threshold measures no similarity")
+
+
+@dataclass(frozen=True)
+class VerifyPolicy:
+    """Everything a verify mode decides, asked in one place.
+
+    ``mode`` is how text queries are verified: ``"off"`` (Hamming distance
+    <= k only), ``"short"`` (pairs with a side under
+    :data:`~simhash_pg.verify.jaccard.SHORT_TEXT_CHARS` characters) or
+    ``"all"`` (long pairs too). ``recorded`` is the mode the database
+    records: writers keep the texts of the stronger of the two (``keep``), so
+    a reader that asks for less never starves one that asks for more.
+
+    ``short_k``, ``long_k`` and ``signature`` are the store's unless an
+    experiment varies them: ``signature`` (default: mode ``"all"``) says
+    whether an equal sentence signature makes a long pair a candidate.
+    """
+
+    mode: VerifyMode = "short"
+    recorded: VerifyMode | None = None
+    short_k: int = SHORT_K
+    long_k: int = LONG_K
+    signature: bool | None = None
+    keep: VerifyMode = field(init=False)
+
+    def __post_init__(self) -> None:
+        for m in (self.mode, self.recorded):
+            if m is not None and m not in VERIFY_MODES:
+                raise ValueError(
+                    f"verify mode must be one of {', '.join(VERIFY_MODES)}, got {m!r}"
+                )
+        object.__setattr__(self, "keep", stronger(self.mode, self.recorded or self.mode))
+        if self.signature is None:
+            object.__setattr__(self, "signature", self.mode == "all")
+
+    # -- what a mode needs of a text ------------------------------------------
+    @property
+    def verifies(self) -> bool:
+        """Whether text queries are re-checked by the rule (else distance <= k alone)."""
+        return self.mode != "off"
+
+    @property
+    def needs_text(self) -> bool:
+        """Whether a text document's :class:`VText` is needed (to verify or to keep)."""
+        return self.mode != "off" or self.keep != "off"
+
+    @property
+    def needs_signature(self) -> bool:
+        """Whether a text's sentence signature is needed (to look up or to keep)."""
+        return bool(self.signature) or self.keep == "all"
+
+    @property
+    def prepare(self) -> Callable[[str], VText]:
+        """Normalised text -> VText, as this policy needs it (module-level, for workers)."""
+        return from_norm_sig if self.needs_signature else from_norm
+
+    def keeps_text(self, norm: str) -> bool:
+        """Whether a writer keeps this verification text."""
+        return self.keep == "all" or (self.keep == "short" and len(norm) < KEEP_TEXT_CHARS)
+
+    def stored_fields(self, v: VText | None) -> tuple[str | None, int | None]:
+        """The (verify_text, sentence_sig) a row stores."""
+        if v is None or self.keep == "off":
+            return None, None
+        return (v.text if self.keeps_text(v.text) else None), (
+            v.sig if self.keep == "all" else None
+        )
+
+    # -- the rule -------------------------------------------------------------
+    def test(self, k: int, short: bool) -> PairTest:
+        """The test of a pair with a short side (``short``) or of two long texts."""
+        if short:
+            if self.verifies:
+                return PairTest(max(k, self.short_k), False, SHORT_THRESHOLD)
+            return by_distance(k)
+        if self.mode == "all":
+            return PairTest(max(k, self.long_k), bool(self.signature), LONG_THRESHOLD)
+        return PairTest(k, bool(self.signature), None)
+
+    def radius(self, query_norm: str, k: int) -> int:
+        """The Hamming radius to ask the index for, so that :meth:`accept` sees every candidate.
+
+        The widest test the query can meet: a query below
+        :data:`KEEP_TEXT_CHARS` may pair with a short text; a longer one
+        cannot reach the short threshold against one. Never less than ``k``;
+        above 3, a writer takes the store-wide lock (store/locking.py).
+        """
+        r = self.test(k, short=False).radius
+        if len(query_norm) < KEEP_TEXT_CHARS:
+            r = max(r, self.test(k, short=True).radius)
+        return r
+
+    def accept(
+        self,
+        query_norm: str,
+        candidate: StoredText,
+        distance: int,
+        k: int,
+        *,
+        signature_match: bool = False,
+    ) -> bool:
+        """Whether a candidate the index returned is a near-duplicate of the query.
+
+        - ``"off"``: ``distance <= k``, as a plain SimHash store.
+        - a pair with a short side: ``distance <= max(k, SHORT_K)`` and
+          similarity >= :data:`SHORT_THRESHOLD`;
+        - two long texts under ``"short"``: ``distance <= k``;
+        - two long texts under ``"all"``: (``distance <= max(k, LONG_K)`` or
+          the sentence signatures match) and similarity >= :data:`LONG_THRESHOLD`.
+
+        ``candidate`` None means the store kept no text for the candidate
+        (under ``"short"``: it is at least :data:`KEEP_TEXT_CHARS` long). A
+        short query cannot reach the threshold against it, and two long texts
+        fall back to ``distance <= k``. The signature only counts under
+        ``"all"``: unverified, it cost more precision than it gained recall
+        (docs/quality.md).
+
+        ``candidate`` :data:`TEXT_LOST` means the row's text is unknown (its
+        verification data was never stored or was dropped by a downgrade):
+        the fingerprint alone decides, ``distance <= k``, as under ``"off"``,
+        so that an identical text is still found.
+        """
+        if candidate is None and self.verifies and is_short(query_norm):
+            return False  # a short query cannot reach the threshold against a long text
+        if candidate is None or candidate is TEXT_LOST or not self.verifies:
+            return bool(judge(by_distance(k), distance, False, _unmeasured))
+        text = candidate
+        test = self.test(k, is_short(query_norm) or is_short(text))
+        return bool(judge(test, distance, signature_match, lambda: similarity(query_norm, text)))
+
+    def decide(
+        self,
+        k: int,
+        distance: npt.NDArray[np.int64],
+        similarities: npt.NDArray[np.float64],
+        short: npt.NDArray[np.bool_],
+        signature_match: npt.NDArray[np.bool_] | None = None,
+    ) -> npt.NDArray[np.bool_]:
+        """:meth:`accept` of many pairs whose texts are all known, vectorised (the eval)."""
+        sig = (np.zeros(distance.shape, dtype=bool) if signature_match is None
+               else signature_match)
+        out = np.zeros(distance.shape, dtype=bool)
+        for side in (True, False):
+            passed = judge(self.test(k, side), distance, sig, lambda: similarities)
+            out = np.where(short == side, passed, out)
+        return out
+
+
+def stronger(a: VerifyMode, b: VerifyMode) -> VerifyMode:
+    """The mode that keeps more text: what a writer keeps when two modes meet."""
+    return a if VERIFY_MODES.index(a) >= VERIFY_MODES.index(b) else b
+
+
+_POLICIES = {m: VerifyPolicy(m) for m in VERIFY_MODES}
+
+
+def policy_for(mode: VerifyMode | VerifyPolicy) -> VerifyPolicy:
+    """The store's policy of a mode (a policy is returned as it is)."""
+    if isinstance(mode, VerifyPolicy):
+        return mode
+    policy = _POLICIES.get(mode)
+    if policy is None:
+        raise ValueError(f"verify mode must be one of {', '.join(VERIFY_MODES)}, got {mode!r}")
+    return policy
+
+
+def keep_text(norm: str, mode: VerifyMode = "short") -> bool:
+    """Whether a store in ``mode`` keeps this document's verification text."""
+    return policy_for(mode).keeps_text(norm)
+
+
+def query_k(query_norm: str, k: int, mode: VerifyMode = "short") -> int:
+    """:meth:`VerifyPolicy.radius` of the store's policy of ``mode``."""
+    return policy_for(mode).radius(query_norm, k)
+
+
+def accept(
+    query_norm: str,
+    candidate_norm: StoredText,
+    distance: int,
+    k: int,
+    mode: VerifyMode = "short",
+    *,
+    signature_match: bool = False,
+) -> bool:
+    """:meth:`VerifyPolicy.accept` of the store's policy of ``mode``."""
+    return policy_for(mode).accept(query_norm, candidate_norm, distance, k,
+                                   signature_match=signature_match)
