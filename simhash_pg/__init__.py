@@ -32,19 +32,10 @@ _LAZY = {
 }
 
 __all__ = [
-    "AddManyResult",
-    "AddResult",
-    "Doc",
-    "Document",
+    *_LAZY,
     "Fingerprinter",
-    "LockTimeoutError",
-    "Match",
     "NoFeaturesError",
-    "SchemaVersionError",
     "Scheme",
-    "SchemeMismatchError",
-    "SimhashStore",
-    "StoreConnectionError",
     "__version__",
     "blocks",
     "fingerprint",
@@ -54,18 +45,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from simhash_pg.store import (
-        AddManyResult,
-        AddResult,
-        Doc,
-        Document,
-        LockTimeoutError,
-        Match,
-        SchemaVersionError,
-        SchemeMismatchError,
-        SimhashStore,
-        StoreConnectionError,
-    )
+    from simhash_pg.store import *  # noqa: F403  (_LAZY's names)
 
 
 def __getattr__(name: str) -> Any:

@@ -9,28 +9,8 @@
 - locking: the writers' lock protocol and retries; retention: purge.
 """
 
+from simhash_pg.store import results
 from simhash_pg.store.core import SimhashStore
-from simhash_pg.store.results import (
-    AddManyResult,
-    AddResult,
-    Doc,
-    Document,
-    LockTimeoutError,
-    Match,
-    SchemaVersionError,
-    SchemeMismatchError,
-    StoreConnectionError,
-)
+from simhash_pg.store.results import *  # noqa: F403  (its __all__: the inputs, results, errors)
 
-__all__ = [
-    "AddManyResult",
-    "AddResult",
-    "Doc",
-    "Document",
-    "LockTimeoutError",
-    "Match",
-    "SchemaVersionError",
-    "SchemeMismatchError",
-    "SimhashStore",
-    "StoreConnectionError",
-]
+__all__ = ["SimhashStore", *results.__all__]
