@@ -73,7 +73,10 @@ def text_of(text: str | None, file: str | None) -> str:
     if file is None:
         assert text is not None
         return text
-    raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    try:
+        raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    except OSError as exc:
+        fail(f"{file}: {exc.strerror or exc}")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

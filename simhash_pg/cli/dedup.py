@@ -27,7 +27,14 @@ import psycopg
 
 from simhash_pg.cli.common import EXIT_OK, EXIT_SKIPPED, EXIT_STOPPED, fail, open_store
 from simhash_pg.cli.inputs import BadRecord, InputError, Record, read_inputs
-from simhash_pg.cli.options import SchemeSpec, input_options, store_options, workers_option
+from simhash_pg.cli.options import (
+    SchemeSpec,
+    input_options,
+    output_kind,
+    output_option,
+    store_options,
+    workers_option,
+)
 from simhash_pg.cli.signals import StopRequested, StopSignals
 from simhash_pg.text.normalize import fix_surrogates
 from simhash_pg.textrules import check_key
@@ -75,8 +82,7 @@ class _Writer:
 
     def __init__(self, fh: IO[str], path: str, fields: Sequence[str]) -> None:
         self.fh = fh
-        suffix = Path(path).suffix.lower()
-        self.kind = {".csv": "csv", ".tsv": "tsv", ".txt": "txt"}.get(suffix, "jsonl")
+        self.kind = output_kind(path)
         self.fields = list(fields)
         self.csv: Any = None
         if self.kind in ("csv", "tsv"):
@@ -220,10 +226,10 @@ def run_dedup(
 @input_options
 @click.option("--key-field", default=None,
               help="JSONL/CSV field holding the key (default: key, id or url, else file:line).")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True),
-              help="Write the unique documents here (.jsonl, .csv, .tsv or .txt).")
-@click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True),
-              help="Write the duplicates report here (.jsonl, .csv or .tsv).")
+@output_option("--out", "out_path",
+               "Write the unique documents here (.jsonl, .csv, .tsv or .txt).")
+@output_option("--report", "report_path",
+               "Write the duplicates report here (.jsonl, .csv or .tsv).")
 @workers_option("Fingerprinting processes (default: all cores).")
 @click.option("--batch-size", type=click.IntRange(1, 1_000_000), default=2000,
               show_default=True, help="Documents per committed batch.")
