@@ -72,3 +72,66 @@ def test_unknown_output_extension_names_the_allowed(pg_dsn: str, tmp_path: Path)
     assert_usage_error(res, ".parquet", ".jsonl", ".csv", ".tsv", ".txt")
     assert not out.exists()
     assert count(pg_dsn) == 0
+
+
+# -- 2. bad files ------------------------------------------------------------------------
+
+
+def test_binary_file_is_rejected_as_a_whole(pg_dsn: str, tmp_path: Path) -> None:
+    good = tmp_path / "good.txt"
+    good.write_text(doc(1) + "\n" + doc(2) + "\n")
+    binary = tmp_path / "blob.txt"
+    rng = random.Random(7)
+    binary.write_bytes(bytes(rng.randrange(256) for _ in range(50_000)))
+    # the good file first: nothing of it may be stored either
+    res = invoke("dedup", str(good), str(binary), dsn=pg_dsn)
+    assert_usage_error(res, "blob.txt", "not a text file")
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert count(pg_dsn) == 0
+
+
+@pytest.mark.parametrize("fmt", ["lines", "jsonl", "csv"])
+def test_latin1_file_is_not_utf8_text(fmt: str, pg_dsn: str, tmp_path: Path) -> None:
+    src = tmp_path / "latin1.data"
+    lines = [f"café {doc(i, 8)} über" for i in range(30)]
+    if fmt == "csv":
+        lines.insert(0, "text")
+    src.write_bytes("\n".join(lines).encode("latin-1") + b"\n")
+    res = invoke("dedup", "--format", fmt, str(src), dsn=pg_dsn)
+    assert_usage_error(res, "not UTF-8 text")
+    assert count(pg_dsn) == 0
+
+
+def test_skipped_records_are_capped_on_stderr_and_all_in_the_report(
+        pg_dsn: str, tmp_path: Path) -> None:
+    import csv
+    import json
+
+    src = tmp_path / "in.jsonl"
+    lines = [json.dumps({"id": f"g{i}", "text": doc(i)}) for i in range(3)]
+    lines += ["{broken"] * 45
+    src.write_text("\n".join(lines) + "\n")
+    report = tmp_path / "dups.csv"
+    res = invoke("dedup", str(src), "--report", str(report), dsn=pg_dsn)
+    assert res.exit_code == 1, res.stderr
+    assert res.stderr.count("(skipped)") == 20
+    assert "... and 25 more skipped records" in res.stderr and str(report) in res.stderr
+    rows = list(csv.DictReader(report.open(encoding="utf-8", newline="")))
+    assert len(rows) == 45 and all("malformed JSON" in r["error"] for r in rows)
+    assert count(pg_dsn) == 3
+
+
+def test_csv_without_the_text_column_is_a_usage_error(pg_dsn: str, tmp_path: Path) -> None:
+    src = tmp_path / "in.csv"
+    src.write_text("id,body\n1,hello there\n")
+    res = invoke("dedup", str(src), dsn=pg_dsn)
+    assert_usage_error(res, "no column 'text'", "--text-field")
+    assert count(pg_dsn) == 0
+
+
+def test_empty_input_warns(pg_dsn: str, tmp_path: Path) -> None:
+    src = tmp_path / "empty.txt"
+    src.write_text("")
+    res = invoke("dedup", str(src), dsn=pg_dsn)
+    assert res.exit_code == 0
+    assert "warning: the input holds no documents" in res.stderr

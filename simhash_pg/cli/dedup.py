@@ -26,7 +26,7 @@ import click
 import psycopg
 
 from simhash_pg.cli.common import EXIT_OK, EXIT_SKIPPED, EXIT_STOPPED, fail, open_store
-from simhash_pg.cli.inputs import BadRecord, InputError, Record, read_inputs
+from simhash_pg.cli.inputs import BadRecord, InputError, Record, check_inputs, read_inputs
 from simhash_pg.cli.options import (
     SchemeSpec,
     input_options,
@@ -42,8 +42,9 @@ from simhash_pg.textrules import check_key
 if TYPE_CHECKING:
     from simhash_pg.store import AddResult, SimhashStore
 
-REPORT_FIELDS = ("key", "where", "duplicate_of", "duplicate_key", "distance", "text")
+REPORT_FIELDS = ("key", "where", "duplicate_of", "duplicate_key", "distance", "text", "error")
 SNIPPET = 200
+SHOWN_ERRORS = 20  # skipped records printed on stderr; the report lists them all
 
 
 class StrictStop(Exception):
@@ -254,10 +255,21 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int
     for path in inputs:
         if path != "-" and not Path(path).exists():
             fail(f"{path}: no such file or directory")
+    try:
+        # a whole file that cannot be read stops the run before anything is stored
+        check_inputs(inputs, fmt=fmt, text_field=text_field)
+    except InputError as exc:
+        fail(str(exc))
     records = read_inputs(inputs, fmt=fmt, text_field=text_field, key_field=key_field)
+    shown_errors = 0
+    report: _Writer | None = None
 
     def on_bad(where: str, reason: str) -> None:
-        if not quiet:
+        nonlocal shown_errors
+        if report is not None:
+            report.write({"where": where, "error": reason})
+        if not quiet and shown_errors < SHOWN_ERRORS:
+            shown_errors += 1
             click.echo(f"{where}: {reason} (skipped)", err=True)
 
     # Around the outputs and the summary too: a signal while they are flushed,
@@ -265,7 +277,7 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int
     with StopSignals() as signals:
         with ExitStack() as stack:
             store = stack.enter_context(open_store(dsn, scheme, k, verify))
-            out = report = None
+            out = None
             if out_path:
                 fh = stack.enter_context(open(out_path, "w", encoding="utf-8", newline=""))
                 out = _Writer(fh, out_path, ("key", "text"))
@@ -282,6 +294,13 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int
                 fail(str(exc))
 
         click.echo(summary.line())
+        if summary.errors > shown_errors and not quiet:
+            where = f"all listed in {report_path}" if report_path else \
+                "--report FILE lists them all"
+            click.echo(f"... and {summary.errors - shown_errors:,} more skipped records "
+                       f"({where})", err=True)
+        if summary.read == 0 and not summary.stopped:
+            click.echo("simhash-pg: warning: the input holds no documents", err=True)
         if summary.stopped:
             where = summary.last_committed or "before the first batch"
             click.echo(f"stopped ({summary.stopped}); committed through {where}. "
