@@ -7,6 +7,7 @@ Driven through the CLI entry point (click's CliRunner on ``cli``) against a real
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -135,3 +136,79 @@ def test_empty_input_warns(pg_dsn: str, tmp_path: Path) -> None:
     res = invoke("dedup", str(src), dsn=pg_dsn)
     assert res.exit_code == 0
     assert "warning: the input holds no documents" in res.stderr
+
+
+# -- 3. the schema of the user's database changes only when asked --------------------------
+
+
+def _revision(dsn: str) -> str | None:
+    from simhash_pg.db import migrate
+
+    return migrate.current(dsn)
+
+
+@pytest.fixture
+def outdated_dsn(pg_dsn: str) -> str:
+    from simhash_pg.db import migrate
+
+    migrate.downgrade(pg_dsn, "0006")
+    return pg_dsn
+
+
+@pytest.mark.parametrize("args", [("near", "some query text here"), ("stats",),
+                                  ("add", "a document of some words"),
+                                  ("dedup", "-")])
+def test_outdated_schema_is_never_upgraded_unasked(args: tuple[str, ...],
+                                                    outdated_dsn: str) -> None:
+    res = invoke(*args, dsn=outdated_dsn, input=doc(3) + "\n")
+    assert_usage_error(res, "simhash-pg db upgrade")
+    assert _revision(outdated_dsn) == "0006"
+
+
+@pytest.fixture
+def empty_dsn(pg_dsn: str) -> Iterator[str]:
+    from psycopg.conninfo import make_conninfo
+    from psycopg.sql import SQL, Identifier
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(SQL("DROP DATABASE IF EXISTS {}").format(Identifier("first_hour_empty")))
+        conn.execute(SQL("CREATE DATABASE {}").format(Identifier("first_hour_empty")))
+    yield make_conninfo(pg_dsn, dbname="first_hour_empty")
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(SQL("DROP DATABASE {} WITH (FORCE)").format(Identifier("first_hour_empty")))
+
+
+def test_reader_leaves_an_empty_database_empty(empty_dsn: str) -> None:
+    res = invoke("near", "some query text", dsn=empty_dsn)
+    assert_usage_error(res, "simhash-pg db upgrade")
+    assert _revision(empty_dsn) is None
+
+
+def test_writer_creates_the_schema_in_an_empty_database_and_says_so(empty_dsn: str) -> None:
+    res = invoke("add", doc(5), dsn=empty_dsn)
+    assert res.exit_code == 0, res.stderr
+    assert "creating the simhash-pg schema" in res.stderr
+    assert count(empty_dsn) == 1
+
+
+def test_db_upgrade_of_a_missing_database_hints_createdb(pg_dsn: str) -> None:
+    from psycopg.conninfo import make_conninfo
+
+    res = invoke("db", "upgrade", "--dsn", make_conninfo(pg_dsn, dbname="no_such_db_15"))
+    assert_usage_error(res, "does not exist", "createdb no_such_db_15")
+
+
+def test_demo_with_dsn_leaves_that_database_alone(pg_dsn: str) -> None:
+    from psycopg.conninfo import make_conninfo
+    from psycopg.sql import SQL, Identifier
+
+    try:
+        res = invoke("demo", "--dsn", pg_dsn, "--groups", "0")
+        assert res.exit_code == 0, res.stderr
+        assert "simhash_demo" in res.stderr
+        assert count(pg_dsn) == 0
+        assert count(make_conninfo(pg_dsn, dbname="simhash_demo")) > 500
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+                         .format(Identifier("simhash_demo")))

@@ -101,9 +101,44 @@ def _score(summary: Summary) -> tuple[int, int]:
     return same, confirmed
 
 
+def _demo_database_on(dsn: str) -> str:
+    """The DSN of a fresh ``simhash_demo`` on the server ``dsn`` names; never ``dsn`` itself.
+
+    The sample must not land in the user's store. An existing ``simhash_demo``
+    is replaced only if it holds nothing but the sample.
+    """
+    import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    from simhash_pg.db.migrate import libpq_dsn
+
+    target = make_conninfo(libpq_dsn(dsn), dbname=DEMO_DB)
+    try:
+        with psycopg.connect(libpq_dsn(dsn), autocommit=True, connect_timeout=10) as admin:
+            if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                             [DEMO_DB]).fetchone():
+                with psycopg.connect(target, autocommit=True) as conn:
+                    foreign = conn.execute(
+                        "SELECT to_regclass('simhash_documents') IS NOT NULL AND EXISTS "
+                        "(SELECT 1 FROM simhash_documents WHERE key NOT LIKE 'sample:%%')"
+                    ).fetchone()
+                if foreign and foreign[0]:
+                    fail(f"database {DEMO_DB} on that server holds documents that are not "
+                         "the demo's; not replacing it")
+                admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)")
+                              .format(sql.Identifier(DEMO_DB)))
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DEMO_DB)))
+    except psycopg.Error as exc:
+        fail(f"the demo needs a database of its own, {DEMO_DB}, on that server, and could "
+             f"not make it: {str(exc).strip().splitlines()[0]}")
+    return target
+
+
 @click.command("demo")
-@dsn_option(f"Load into this database instead of a fresh {DEMO_DB} on the embedded server.",
-            from_env=False)
+@dsn_option(f"Run on this server, in a database of its own ({DEMO_DB}, replaced on each "
+            "run), instead of on the embedded server. The database --dsn names is not "
+            "touched.", from_env=False)
 @k_option(default=3)
 @scheme_option("Fingerprint scheme (default: auto).")
 @click.option("--groups", type=click.IntRange(0, 20), default=3, show_default=True,
@@ -115,7 +150,13 @@ def command(dsn: str | None, k: int, scheme: SchemeSpec, groups: int) -> None:
 
     rows = list(iter_sample())
     try:
-        target = dsn or fresh_database(DEMO_DB)
+        if dsn:
+            target = _demo_database_on(dsn)
+            click.echo(f"simhash-pg demo: loading the sample into a database of its own, "
+                       f"{DEMO_DB}, on the server --dsn names (your database is not "
+                       "touched)", err=True)
+        else:
+            target = fresh_database(DEMO_DB)
         store = SimhashStore(target, scheme=scheme, k=k)
     except Exception as exc:
         fail(f"cannot open the demo database: {exc}")

@@ -32,7 +32,7 @@ def command(text: str | None, file: str | None, fp: str | None, limit: int | Non
                                      param_hint="--fingerprint") from exc
     else:
         query = text_of(text, file)
-    with open_store(dsn, scheme, k, verify) as store:
+    with open_store(dsn, scheme, k, verify, read_only=True) as store:
         try:
             matches = store.near(query, k=k, limit=limit)
         except (ValueError, TypeError) as exc:
