@@ -97,7 +97,7 @@ def test_dedup_jsonl_with_out_and_report(dsn: str, corpus: list[dict[str, str]],
     import csv
 
     rep = list(csv.DictReader(report.open(encoding="utf-8")))
-    assert [(r["key"], r["duplicate_key"], r["distance"]) for r in rep] == [
+    assert [(r["key"], r["kept_key"], r["distance"]) for r in rep] == [
         ("copy-of-d1", "d1", "0"), ("copy-of-d4", "d4", "0")]
     stored = {key: dup for key, _, dup in rows(dsn)}
     assert set(stored) == {f"d{i}" for i in range(6)}
@@ -281,7 +281,7 @@ def test_dedup_terminated_stops_after_the_batch_and_flushes(dsn: str, tmp_path: 
     assert len(dups) == nums["duplicates"] > 0
     keys = set(stored)
     for d in dups:
-        assert None not in d.values() and d["key"] not in keys and d["duplicate_key"] in keys
+        assert None not in d.values() and d["key"] not in keys and d["kept_key"] in keys
     # what was read is a prefix of the input, every record of it accounted for once
     assert sorted(stored + [d["key"] for d in dups], key=lambda k: int(k[1:])) == [
         f"k{i}" for i in range(nums["read"])]

@@ -212,3 +212,61 @@ def test_demo_with_dsn_leaves_that_database_alone(pg_dsn: str) -> None:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute(SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
                          .format(Identifier("simhash_demo")))
+
+
+# -- 4. small CLI fixes --------------------------------------------------------------------
+
+
+def test_fingerprint_explain_is_a_flag() -> None:
+    res = invoke("fingerprint", "--explain", "the quick brown fox jumps over the lazy dog")
+    assert res.exit_code == 0, res.output + res.stderr
+    features = [line for line in res.stdout.splitlines() if line.startswith("    ")]
+    assert 1 <= len(features) <= 10
+    res = invoke("fingerprint", "--explain", "--top", "2", "the quick brown fox jumps over")
+    assert len([x for x in res.stdout.splitlines() if x.startswith("    ")]) == 2
+
+
+def test_purge_older_than_zero_removes_everything(pg_dsn: str) -> None:
+    assert invoke("add", doc(1), dsn=pg_dsn).exit_code == 0
+    res = invoke("purge", "--older-than", "0d", "--json", dsn=pg_dsn)
+    assert res.exit_code == 0, res.stderr
+    assert count(pg_dsn) == 0
+
+
+def test_near_says_which_distance(pg_dsn: str) -> None:
+    res = invoke("near", "--k", "2", doc(9), dsn=pg_dsn)
+    assert res.exit_code == 0, res.stderr
+    assert "no stored document within distance 2" in res.stdout
+
+
+def test_messages_have_no_doubled_words(tmp_path: Path) -> None:
+    from simhash_pg.cli.inputs import read_inputs
+
+    src = tmp_path / "x.jsonl"
+    src.write_text('{"text": "unterminated\n{"text": 5}\n')
+    reasons = [getattr(r, "reason", "") for r in read_inputs([str(src)])]
+    assert "at at" not in reasons[0] and "column" in reasons[0]
+    assert "a int" not in reasons[1] and "int" in reasons[1]
+
+
+def test_report_names_the_kept_document(pg_dsn: str, tmp_path: Path) -> None:
+    import csv
+
+    src = tmp_path / "in.jsonl"
+    import json
+
+    src.write_text(json.dumps({"id": "first", "text": doc(1)}) + "\n"
+                   + json.dumps({"id": "copy", "text": doc(1).upper()}) + "\n")
+    report = tmp_path / "dups.csv"
+    assert invoke("dedup", str(src), "--report", str(report), dsn=pg_dsn).exit_code == 0
+    (row,) = csv.DictReader(report.open(encoding="utf-8", newline=""))
+    assert (row["key"], row["kept_key"]) == ("copy", "first") and row["kept_id"]
+
+
+def test_stop_before_the_first_batch_reads_well(pg_dsn: str, tmp_path: Path) -> None:
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"bad \xff line\n" + "".join(doc(i) + "\n" for i in range(5)).encode())
+    res = invoke("dedup", str(src), "--strict", dsn=pg_dsn)
+    assert res.exit_code == 3, res.stderr
+    assert "committed through before" not in res.stderr
+    assert "nothing committed" in res.stderr

@@ -42,7 +42,9 @@ from simhash_pg.textrules import check_key
 if TYPE_CHECKING:
     from simhash_pg.store import AddResult, SimhashStore
 
-REPORT_FIELDS = ("key", "where", "duplicate_of", "duplicate_key", "distance", "text", "error")
+# A report row is one document not stored: key, where and text are its own; kept_id and
+# kept_key name the stored document it is a near-duplicate of (error: why it was skipped).
+REPORT_FIELDS = ("key", "where", "kept_id", "kept_key", "distance", "text", "error")
 SNIPPET = 200
 SHOWN_ERRORS = 20  # skipped records printed on stderr; the report lists them all
 
@@ -187,8 +189,8 @@ def run_dedup(
                     summary.pairs.append((rec, res))
                 if report is not None:
                     report.write({
-                        "key": rec.key, "where": rec.where, "duplicate_of": res.duplicate_of,
-                        "duplicate_key": getattr(res, "duplicate_key", None),
+                        "key": rec.key, "where": rec.where, "kept_id": res.duplicate_of,
+                        "kept_key": getattr(res, "duplicate_key", None),
                         "distance": res.distance, "text": rec.text[:SNIPPET],
                     })
             summary.last_committed = rec.where
@@ -302,8 +304,9 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int
         if summary.read == 0 and not summary.stopped:
             click.echo("simhash-pg: warning: the input holds no documents", err=True)
         if summary.stopped:
-            where = summary.last_committed or "before the first batch"
-            click.echo(f"stopped ({summary.stopped}); committed through {where}. "
+            where = (f"committed through {summary.last_committed}" if summary.last_committed
+                     else "nothing committed")
+            click.echo(f"stopped ({summary.stopped}); {where}. "
                        f"Run the same command again to resume.", err=True)
             sys.exit(signals.exit_code if summary.interrupted else EXIT_STOPPED)
         sys.exit(EXIT_SKIPPED if summary.errors else EXIT_OK)

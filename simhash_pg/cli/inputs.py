@@ -186,7 +186,7 @@ def _from_json(line: str, where: str, text_field: str,
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
-        return BadRecord(where, f"malformed JSON: {exc.msg} at column {exc.colno}")
+        return BadRecord(where, f"malformed JSON at column {exc.colno}: {exc.msg}")
     if not isinstance(obj, dict):
         return BadRecord(where, f"expected a JSON object, got {type(obj).__name__}")
     # Only a \u escape makes a lone surrogate: most lines skip the walk.
@@ -201,7 +201,7 @@ def _from_fields(obj: dict[str, Any], where: str, text_field: str,
     text = obj.get(text_field)
     if not isinstance(text, str):
         fields = ", ".join(sorted(map(str, obj))) or "none"
-        what = "missing" if text is None else f"a {type(text).__name__}, not a string"
+        what = "missing" if text is None else f"of type {type(text).__name__}, not a string"
         return BadRecord(where, f"field {text_field!r} is {what} (fields: {fields})")
     if key_field is not None:
         if obj.get(key_field) in (None, ""):
