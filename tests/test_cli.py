@@ -372,16 +372,24 @@ def test_add_near_stats(dsn: str) -> None:
 
 
 def test_demo(dsn: str) -> None:
-    proc = run("demo", "--dsn", dsn, "--groups", "2")
-    assert "584 sample documents" in proc.stdout
-    assert "near-duplicate:" in proc.stdout and "psql" in proc.stdout
-    nums = summary_numbers(proc.stdout.split("\n")[1])
-    assert nums["duplicates"] > 50 and nums["errors"] == 0
-    # the demo links near-duplicates, so every document is stored and the
-    # duplicates point at the earlier one
-    stored = rows(dsn)
-    assert len(stored) == nums["read"] == 584
-    assert sum(dup is not None for _, _, dup in stored) == nums["duplicates"]
+    from psycopg.conninfo import make_conninfo
+
+    try:
+        proc = run("demo", "--dsn", dsn, "--groups", "2")
+        assert "584 sample documents" in proc.stdout
+        assert "near-duplicate:" in proc.stdout and "psql" in proc.stdout
+        nums = summary_numbers(proc.stdout.split("\n")[1])
+        assert nums["duplicates"] > 50 and nums["errors"] == 0
+        # the demo links near-duplicates, so every document is stored (in its
+        # own database, never the one --dsn names) and the duplicates point at
+        # the earlier one
+        assert rows(dsn) == []
+        stored = rows(make_conninfo(dsn, dbname="simhash_demo"))
+        assert len(stored) == nums["read"] == 584
+        assert sum(dup is not None for _, _, dup in stored) == nums["duplicates"]
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS simhash_demo WITH (FORCE)")
 
 
 def test_verify_option(dsn: str) -> None:
