@@ -207,6 +207,10 @@ def test_demo_with_dsn_leaves_that_database_alone(pg_dsn: str) -> None:
         assert res.exit_code == 0, res.stderr
         assert "simhash_demo" in res.stderr
         assert count(pg_dsn) == 0
+        # the hint is a command that works as printed: psql through simhash-pg
+        hint = next(x for x in res.stdout.splitlines() if "simhash_pairs" in x)
+        assert "simhash-pg psql --dsn " in hint and "%2F" not in hint
+        assert "dbname=simhash_demo" in hint
         assert count(make_conninfo(pg_dsn, dbname="simhash_demo")) > 500
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
@@ -270,3 +274,20 @@ def test_stop_before_the_first_batch_reads_well(pg_dsn: str, tmp_path: Path) -> 
     assert res.exit_code == 3, res.stderr
     assert "committed through before" not in res.stderr
     assert "nothing committed" in res.stderr
+
+
+# -- 5. simhash-pg psql --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sep", [(), ("--",)])
+def test_psql_opens_the_store(sep: tuple[str, ...], pg_dsn: str) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    exe = shutil.which("simhash-pg", path=str(Path(sys.executable).parent)) or "simhash-pg"
+    proc = subprocess.run([exe, "psql", "--dsn", pg_dsn, *sep, "-At", "-c",
+                           "SELECT count(*) FROM simhash_documents"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "0"

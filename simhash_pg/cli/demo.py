@@ -8,10 +8,12 @@ side by side and how many of the sample's known groups were found.
 
 from __future__ import annotations
 
-import json
+import shlex
+import sys
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -101,6 +103,22 @@ def _score(summary: Summary) -> tuple[int, int]:
     return same, confirmed
 
 
+def command_prefix() -> str:
+    """How the user runs simhash-pg: ``uv run simhash-pg`` from a checkout's .venv."""
+    prefix = Path(sys.prefix)
+    if prefix.name == ".venv" and (prefix.parent / "pyproject.toml").exists():
+        return "uv run simhash-pg"
+    return "simhash-pg"
+
+
+def _plain(dsn: str) -> str:
+    """A connection string without percent-encoding (key=value), for a reader to copy."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    return make_conninfo("", **{k: v for k, v in conninfo_to_dict(dsn).items()
+                            if k != "password"})
+
+
 def _demo_database_on(dsn: str) -> str:
     """The DSN of a fresh ``simhash_demo`` on the server ``dsn`` names; never ``dsn`` itself.
 
@@ -179,8 +197,8 @@ def command(dsn: str | None, k: int, scheme: SchemeSpec, groups: int) -> None:
     if groups:
         _show_pairs(summary, groups)
     click.echo("\nThe store is a PostgreSQL database; query it with SQL:")
-    click.echo(f"  psql {json.dumps(db)} -c 'SELECT * FROM simhash_pairs({k}) LIMIT 10'")
-    click.echo(f"  psql {json.dumps(db)} -c 'SELECT duplicate_of, count(*) FROM "
+    exe = command_prefix()
+    where = f"--dsn {shlex.quote(_plain(db))}" if dsn else f"--dbname {DEMO_DB}"
+    click.echo(f"  {exe} psql {where} -c 'SELECT * FROM simhash_pairs({k}) LIMIT 10'")
+    click.echo(f"  {exe} psql {where} -c 'SELECT duplicate_of, count(*) FROM "
                "simhash_documents WHERE duplicate_of IS NOT NULL GROUP BY 1 ORDER BY 2 DESC'")
-    if not dsn:
-        click.echo(f"  (later: psql \"$(simhash-pg server url --dbname {DEMO_DB})\")")
