@@ -291,3 +291,69 @@ def test_psql_opens_the_store(sep: tuple[str, ...], pg_dsn: str) -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "0"
+
+
+# -- 6. the embedded server: small by default, `server tune` for a large store -------------
+
+
+def test_default_server_settings_are_modest_whatever_the_ram() -> None:
+    from simhash_pg.db.server import sized_settings
+
+    for gib in (2, 24, 512):
+        default = sized_settings(gib << 30)
+        assert default["shared_buffers"] == "256MB" and default["max_wal_size"] == "1024MB"
+    large = sized_settings(24 << 30, large=True)  # what the benchmarks measured with
+    assert large["shared_buffers"] == f"{(24 << 10) * 2 // 5}MB"
+    assert large["max_wal_size"] == "6144MB"
+    assert sized_settings(24 << 30, rows=50_000_000)["shared_buffers"] == "7510MB"
+
+
+def test_server_tune_writes_the_large_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from simhash_pg.db.server import LocalServer, sized_settings, temporary_home
+
+    home = temporary_home("shpg-tune-")
+    monkeypatch.setenv("SIMHASH_PG_HOME", str(home))
+    server = LocalServer(home)
+    try:
+        server.start(dbname=None)
+        with psycopg.connect(server.dsn("postgres")) as conn:
+            shown = conn.execute("SHOW shared_buffers").fetchone()
+        assert shown is not None and shown[0] == "256MB"  # a new server starts small
+        res = invoke("server", "tune", "--large")
+        assert res.exit_code == 0, res.output + res.stderr
+        assert "restart" in res.stdout
+        auto = (server.datadir / "postgresql.auto.conf").read_text()
+        assert f"shared_buffers = '{sized_settings(large=True)['shared_buffers']}'" in auto
+        assert invoke("server", "tune").exit_code == 2  # --rows or --large
+    finally:
+        server.destroy()
+
+
+# -- 6/7. the demo says what keeps running, and explains itself ---------------------------
+
+
+def test_demo_on_the_embedded_server_explains_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    from simhash_pg.db.server import LocalServer, temporary_home
+
+    home = temporary_home("shpg-demo-")
+    monkeypatch.setenv("SIMHASH_PG_HOME", str(home))
+    try:
+        res = invoke("demo", "--groups", "6")
+        assert res.exit_code == 0, res.output + res.stderr
+        out = res.stdout
+        # what keeps running, and how to stop or delete it
+        assert "keeps running" in out and "server stop" in out and str(home) in out
+        # the two score lines say what they count
+        assert "documents that are an edit or revision of an earlier one" in out
+        assert "the rule that labelled the eval set" in out
+        # pairs within k first; the ones beyond k after the line that explains them
+        distances = [int(d) for d in re.findall(r"distance (\d+)", out)]
+        assert distances and distances[0] <= 3, out
+        within = [d <= 3 for d in distances]
+        assert within == sorted(within, reverse=True), distances
+        if not all(within):
+            assert out.index("Pairs beyond k = 3") < out.index("(beyond k)")
+    finally:
+        LocalServer(home).destroy()
