@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -357,3 +358,41 @@ def test_demo_on_the_embedded_server_explains_itself(monkeypatch: pytest.MonkeyP
             assert out.index("Pairs beyond k = 3") < out.index("(beyond k)")
     finally:
         LocalServer(home).destroy()
+
+
+# -- 8. long work: a rerun skips known keys before fingerprinting ---------------------------
+
+
+def test_rerun_skips_stored_keys_before_fingerprinting(
+        pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from simhash_pg.store import SimhashStore
+
+    src = tmp_path / "in.jsonl"
+    docs = [{"id": f"d{i}", "text": doc(i)} for i in range(7)]
+    src.write_text("".join(json.dumps(d) + "\n" for d in docs[:5]))
+    out = tmp_path / "unique.jsonl"
+    assert invoke("dedup", str(src), "--batch-size", "2", dsn=pg_dsn).exit_code == 0
+
+    handed: list[str | None] = []  # what reached add_many: the documents to fingerprint
+    original = SimhashStore.add_many
+
+    def spy(self: SimhashStore, docs: Any, **kwargs: Any) -> Any:
+        def seen(items: Any) -> Any:
+            for item in items:
+                handed.append(item.key)
+                yield item
+        return original(self, seen(docs), **kwargs)
+
+    monkeypatch.setattr(SimhashStore, "add_many", spy)
+    # two new documents among the known ones, in the middle and at the end
+    rerun = [*docs[:2], docs[5], *docs[2:5], docs[6]]
+    src.write_text("".join(json.dumps(d) + "\n" for d in rerun))
+    res = invoke("dedup", str(src), "--batch-size", "2", "--out", str(out), dsn=pg_dsn)
+    assert res.exit_code == 0, res.stderr
+    assert handed == ["d5", "d6"]
+    assert "read 7, unique 7 (2 new), duplicates 0" in res.stdout
+    written = [json.loads(x)["id"] for x in out.read_text().splitlines()]
+    assert written == ["d0", "d1", "d5", "d2", "d3", "d4", "d6"]  # input order kept
+    assert count(pg_dsn) == 7

@@ -10,6 +10,7 @@ reported like a malformed line.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import sys
@@ -125,28 +126,55 @@ def run_dedup(
     documents in hand are committed as the last batch and their results
     written. A second signal stops at once (the batch in flight is rolled back).
     """
-    from simhash_pg.store import Doc
+    from simhash_pg.store import AddResult, Doc
 
     summary = Summary()
-    pending: deque[Record] = deque()
+    # every record handed on, in order; a known key carries its result already
+    pending: deque[tuple[Record, AddResult | None]] = deque()
+    lookup = ExitStack()
 
     def stop(why: str | None) -> bool:
         if why is not None:
             summary.stopped, summary.interrupted = why, True
         return why is not None
 
+    def known_keys(chunk: list[Record]) -> dict[str, AddResult]:
+        """The stored rows of the chunk's keys: a rerun skips them before fingerprinting.
+
+        On a connection of its own: the store's may be inside a batch.
+        """
+        keys = [r.key for r in chunk if r.key is not None]
+        if not keys or lookup_conn is None:
+            return {}
+        rows = lookup_conn.execute(
+            "SELECT key, id, fingerprint, duplicate_of FROM simhash_documents "
+            "WHERE key = ANY(%s)", [keys]).fetchall()
+        return {key: AddResult(id=id_, fingerprint=fp & (2**64 - 1), duplicate_of=dup,
+                               distance=None, inserted=False, key=key, existing_key=True)
+                for key, id_, fp, dup in rows}
+
+    def hand_on(chunk: list[Record]) -> Iterator[Doc]:
+        known = known_keys(chunk)
+        for rec in chunk:
+            res = known.get(rec.key) if rec.key is not None else None
+            pending.append((rec, res))
+            if res is None:
+                yield Doc(rec.text, key=rec.key)
+        chunk.clear()
+
     def docs() -> Iterator[Doc]:
         it = iter(records)
+        chunk: list[Record] = []
         while True:
             if signals is not None and stop(signals.reason):
-                return
+                break
             try:
                 item = next(it) if signals is None else signals.pull(it)
             except StopIteration:
-                return
+                break
             except StopRequested:  # while waiting for input, e.g. on stdin
                 stop(signals.reason if signals is not None else "interrupted")
-                return
+                break
             if isinstance(item, Record):
                 try:
                     check_key(item.key)  # the store's rule, checked before the batch
@@ -160,49 +188,71 @@ def run_dedup(
                 if strict:
                     raise StrictStop(item.where, item.reason)
                 continue
-            pending.append(item)
-            yield Doc(item.text, key=item.key)
+            chunk.append(item)
+            if len(chunk) >= batch_size:
+                yield from hand_on(chunk)
+        yield from hand_on(chunk)  # the documents in hand, also after a stop
+
+    def account(rec: Record, res: AddResult) -> StrictStop | None:
+        summary.read += 1
+        summary.last_committed = rec.where
+        error = getattr(res, "error", None)
+        if error:
+            summary.errors += 1
+            if on_bad is not None:
+                on_bad(rec.where, error)
+            return StrictStop(rec.where, error) if strict else None
+        if res.duplicate_of is None:
+            summary.unique += 1
+            summary.new += bool(res.inserted)
+            if keep_pairs and res.id is not None:
+                summary.stored[res.id] = rec
+            if out is not None:
+                out.write(rec.fields if rec.fields is not None
+                          else {"key": rec.key, "text": rec.text})
+        else:
+            summary.duplicates += 1
+            if keep_pairs:
+                summary.pairs.append((rec, res))
+            if report is not None:
+                report.write({
+                    "key": rec.key, "where": rec.where, "kept_id": res.duplicate_of,
+                    "kept_key": getattr(res, "duplicate_key", None),
+                    "distance": res.distance, "text": rec.text[:SNIPPET],
+                })
+        return None
+
+    def known_in_front() -> None:
+        """Account the known keys at the head of the queue: nothing before them is pending."""
+        while pending and pending[0][1] is not None:
+            rec, res = pending.popleft()
+            assert res is not None
+            account(rec, res)
 
     def on_batch(results: Sequence[AddResult]) -> None:
         bad: StrictStop | None = None
         for res in results:
-            rec = pending.popleft()
-            summary.read += 1
-            error = getattr(res, "error", None)
-            if error:
-                summary.errors += 1
-                if on_bad is not None:
-                    on_bad(rec.where, error)
-                if strict and bad is None:
-                    bad = StrictStop(rec.where, error)
-            elif res.duplicate_of is None:
-                summary.unique += 1
-                summary.new += bool(res.inserted)
-                if keep_pairs and res.id is not None:
-                    summary.stored[res.id] = rec
-                if out is not None:
-                    out.write(rec.fields if rec.fields is not None
-                              else {"key": rec.key, "text": rec.text})
-            else:
-                summary.duplicates += 1
-                if keep_pairs:
-                    summary.pairs.append((rec, res))
-                if report is not None:
-                    report.write({
-                        "key": rec.key, "where": rec.where, "kept_id": res.duplicate_of,
-                        "kept_key": getattr(res, "duplicate_key", None),
-                        "distance": res.distance, "text": rec.text[:SNIPPET],
-                    })
-            summary.last_committed = rec.where
+            known_in_front()
+            rec, _ = pending.popleft()
+            bad = bad or account(rec, res)
+        known_in_front()
         if on_progress is not None:
             on_progress(summary)
         if bad is not None:
             raise bad
 
+    lookup_conn: psycopg.Connection[Any] | None = None
+    # no second connection allowed: every record goes through add_many
+    with contextlib.suppress(psycopg.Error):
+        lookup_conn = lookup.enter_context(psycopg.connect(store.dsn, autocommit=True))
+
     start = time.perf_counter()
     try:
         store.add_many(docs(), dedup=True, batch_size=batch_size, workers=workers,
                        progress=on_batch, on_duplicate="link" if link else "skip")
+        known_in_front()  # known keys after the last new document
+        if on_progress is not None:
+            on_progress(summary)
     except KeyboardInterrupt:
         stop((signals.reason if signals is not None else None) or "interrupted")
     except StrictStop as exc:
@@ -218,6 +268,7 @@ def run_dedup(
         # reports where the run stopped instead of a traceback.
         summary.stopped = f"database error: {str(exc).strip().splitlines()[0]}"
     finally:
+        lookup.close()
         summary.seconds = time.perf_counter() - start
         # Records read but not committed are counted as not read: the rerun reads them.
     return summary
