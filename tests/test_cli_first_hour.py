@@ -7,6 +7,7 @@ Driven through the CLI entry point (click's CliRunner on ``cli``) against a real
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -396,3 +397,43 @@ def test_rerun_skips_stored_keys_before_fingerprinting(
     written = [json.loads(x)["id"] for x in out.read_text().splitlines()]
     assert written == ["d0", "d1", "d5", "d2", "d3", "d4", "d6"]  # input order kept
     assert count(pg_dsn) == 7
+
+
+# -- 8. long work: progress with a total and the time left -----------------------------------
+
+
+@pytest.mark.parametrize("name", ["in.txt", "in.txt.gz"])
+def test_reading_reports_bytes_of_the_known_total(name: str, tmp_path: Path) -> None:
+    import gzip
+
+    from simhash_pg.cli.inputs import ReadProgress, input_bytes, read_inputs
+
+    src = tmp_path / name
+    data = "".join(doc(i, 200) + "\n" for i in range(400)).encode()
+    src.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    reading = ReadProgress(total=input_bytes([str(src)]))
+    assert reading.total == src.stat().st_size
+    seen = []
+    for _ in read_inputs([str(src)], progress=reading):
+        seen.append(reading.done)
+    assert seen == sorted(seen) and seen[0] < reading.total
+    assert reading.done == reading.total
+    assert input_bytes([str(src), "-"]) is None  # stdin: no total
+
+
+def test_progress_line_shows_a_bar_and_the_time_left() -> None:
+    import io
+
+    from rich.console import Console
+
+    from simhash_pg.cli.dedup import Summary, _progress
+    from simhash_pg.cli.inputs import ReadProgress
+
+    screen = io.StringIO()
+    reading = ReadProgress(total=1000, done=250)
+    with _progress(True, reading, Console(file=screen, force_terminal=True, width=150)) as bar:
+        bar(Summary(read=10, duplicates=2))
+        bar.bar.refresh()
+    shown = screen.getvalue()
+    assert "25%" in shown and "10 read" in shown
+    assert "-:--:--" in shown or re.search(r"\d:\d\d:\d\d", shown)

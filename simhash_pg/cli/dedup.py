@@ -27,7 +27,15 @@ import click
 import psycopg
 
 from simhash_pg.cli.common import EXIT_OK, EXIT_SKIPPED, EXIT_STOPPED, fail, open_store
-from simhash_pg.cli.inputs import BadRecord, InputError, Record, check_inputs, read_inputs
+from simhash_pg.cli.inputs import (
+    BadRecord,
+    InputError,
+    ReadProgress,
+    Record,
+    check_inputs,
+    input_bytes,
+    read_inputs,
+)
 from simhash_pg.cli.options import (
     SchemeSpec,
     input_options,
@@ -313,7 +321,9 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int
         check_inputs(inputs, fmt=fmt, text_field=text_field)
     except InputError as exc:
         fail(str(exc))
-    records = read_inputs(inputs, fmt=fmt, text_field=text_field, key_field=key_field)
+    reading = ReadProgress(total=input_bytes(inputs))
+    records = read_inputs(inputs, fmt=fmt, text_field=text_field, key_field=key_field,
+                          progress=reading)
     shown_errors = 0
     report: _Writer | None = None
 
@@ -337,7 +347,8 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int
             if report_path:
                 fh = stack.enter_context(open(report_path, "w", encoding="utf-8", newline=""))
                 report = _Writer(fh, report_path, REPORT_FIELDS)
-            progress = stack.enter_context(_progress(enabled=not quiet and sys.stderr.isatty()))
+            progress = stack.enter_context(_progress(enabled=not quiet and sys.stderr.isatty(),
+                                                     reading=reading))
             try:
                 summary = run_dedup(store, records, out=out, report=report, strict=strict,
                                     batch_size=batch_size, workers=workers, link=link,
@@ -364,28 +375,50 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int
 
 
 class _progress:
-    """A rich progress line on a terminal; nothing otherwise."""
+    """A rich progress line on a terminal; nothing otherwise.
 
-    def __init__(self, enabled: bool) -> None:
+    With the input's size known (files, not stdin) it shows a bar and the time
+    left, from the bytes read so far.
+    """
+
+    def __init__(self, enabled: bool, reading: ReadProgress | None = None,
+                 console: Any = None) -> None:
         self.enabled = enabled
+        self.reading = reading
+        self.console = console
         self.bar: Any = None
         self.task: Any = None
         self.start = time.perf_counter()
 
     def __enter__(self) -> _progress:
         if self.enabled:
-            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                SpinnerColumn,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
-            self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"),
-                                TimeElapsedColumn(), transient=True)
+            sized = self.reading is not None and self.reading.total
+            columns: list[Any] = [SpinnerColumn(), TextColumn("{task.description}")]
+            if sized:
+                columns += [BarColumn(), TaskProgressColumn(), TimeRemainingColumn()]
+            self.bar = Progress(*columns, TimeElapsedColumn(), transient=True,
+                                console=self.console)
             self.bar.__enter__()
-            self.task = self.bar.add_task("starting")
+            self.task = self.bar.add_task(
+                "reading and fingerprinting the first batch",
+                total=self.reading.total if sized and self.reading else None)
         return self
 
     def __call__(self, summary: Summary) -> None:
         if self.bar is not None:
             rate = summary.read / max(time.perf_counter() - self.start, 1e-9)
-            self.bar.update(self.task, description=(
+            done = self.reading.done if self.reading is not None else None
+            self.bar.update(self.task, completed=done, description=(
                 f"{summary.read:,} read, {summary.duplicates:,} duplicates, "
                 f"{summary.errors:,} errors, {rate:,.0f} docs/s"))
 

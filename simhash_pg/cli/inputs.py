@@ -63,6 +63,24 @@ class BadRecord:
     reason: str
 
 
+@dataclass
+class ReadProgress:
+    """How far the reading is: bytes of the input files read so far, of ``total``."""
+
+    total: int | None  # None: not known beforehand (stdin, a directory)
+    done: int = 0
+
+
+def input_bytes(paths: Iterable[str]) -> int | None:
+    """The inputs' total size on disk, or None if one is stdin or a directory."""
+    total = 0
+    for path in paths:
+        if path == "-" or not os.path.isfile(path):
+            return None
+        total += os.path.getsize(path)
+    return total
+
+
 class InputError(Exception):
     """An input that cannot be read at all (missing file, unknown format, not text)."""
 
@@ -119,24 +137,33 @@ def read_inputs(
     text_field: str = "text",
     key_field: str | None = None,
     stdin: IO[bytes] | None = None,
+    progress: ReadProgress | None = None,
 ) -> Iterator[Record | BadRecord]:
-    """Yield every document of every input, in order."""
+    """Yield every document of every input, in order.
+
+    ``progress.done`` follows the bytes of the files read (compressed bytes
+    for a ``.gz``), for a progress bar with an ETA.
+    """
+    base = 0
     for path in paths:
         if path == "-":
             yield from _read_stdin(stdin or sys.stdin.buffer, fmt, text_field, key_field)
         elif os.path.isdir(path):
             yield from _read_dir(path)
         elif os.path.isfile(path):
-            yield from _read_stream(path, _open(path), detect_format(path, fmt),
-                                    text_field, key_field)
+            with open(path, "rb") as raw:
+                stream: IO[bytes] = (gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+                                     if path.endswith(".gz") else raw)
+                for item in _read_stream(path, stream, detect_format(path, fmt),
+                                         text_field, key_field):
+                    if progress is not None:
+                        progress.done = base + raw.tell()
+                    yield item
+            base += os.path.getsize(path)
+            if progress is not None:
+                progress.done = base
         else:
             raise InputError(f"{path}: no such file or directory")
-
-
-def _open(path: str) -> IO[bytes]:
-    if path.endswith(".gz"):
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return open(path, "rb")
 
 
 def _read_stdin(stream: IO[bytes], fmt: str | None, text_field: str,
