@@ -176,6 +176,7 @@ def test_dedup_usage_errors(dsn: str, tmp_path: Path) -> None:
     assert "127.0.0.1" in proc.stderr or "connect" in proc.stderr.lower()
 
 
+@pytest.mark.slow
 def test_dedup_interrupted_then_resumed(dsn: str, tmp_path: Path) -> None:
     n = 6000
     src = tmp_path / "big.jsonl"
@@ -226,6 +227,7 @@ def _children(pid: int) -> list[int]:
     return [int(c) for c in path.read_text().split()] if path.exists() else []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("whom", ["process", "group"])
 def test_dedup_terminated_stops_after_the_batch_and_flushes(dsn: str, tmp_path: Path,
                                                             whom: str) -> None:
