@@ -97,7 +97,7 @@ def test_dedup_jsonl_with_out_and_report(dsn: str, corpus: list[dict[str, str]],
     import csv
 
     rep = list(csv.DictReader(report.open(encoding="utf-8")))
-    assert [(r["key"], r["duplicate_key"], r["distance"]) for r in rep] == [
+    assert [(r["key"], r["kept_key"], r["distance"]) for r in rep] == [
         ("copy-of-d1", "d1", "0"), ("copy-of-d4", "d4", "0")]
     stored = {key: dup for key, _, dup in rows(dsn)}
     assert set(stored) == {f"d{i}" for i in range(6)}
@@ -176,6 +176,7 @@ def test_dedup_usage_errors(dsn: str, tmp_path: Path) -> None:
     assert "127.0.0.1" in proc.stderr or "connect" in proc.stderr.lower()
 
 
+@pytest.mark.slow
 def test_dedup_interrupted_then_resumed(dsn: str, tmp_path: Path) -> None:
     n = 6000
     src = tmp_path / "big.jsonl"
@@ -226,6 +227,7 @@ def _children(pid: int) -> list[int]:
     return [int(c) for c in path.read_text().split()] if path.exists() else []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("whom", ["process", "group"])
 def test_dedup_terminated_stops_after_the_batch_and_flushes(dsn: str, tmp_path: Path,
                                                             whom: str) -> None:
@@ -281,7 +283,7 @@ def test_dedup_terminated_stops_after_the_batch_and_flushes(dsn: str, tmp_path: 
     assert len(dups) == nums["duplicates"] > 0
     keys = set(stored)
     for d in dups:
-        assert None not in d.values() and d["key"] not in keys and d["duplicate_key"] in keys
+        assert None not in d.values() and d["key"] not in keys and d["kept_key"] in keys
     # what was read is a prefix of the input, every record of it accounted for once
     assert sorted(stored + [d["key"] for d in dups], key=lambda k: int(k[1:])) == [
         f"k{i}" for i in range(nums["read"])]
@@ -372,16 +374,24 @@ def test_add_near_stats(dsn: str) -> None:
 
 
 def test_demo(dsn: str) -> None:
-    proc = run("demo", "--dsn", dsn, "--groups", "2")
-    assert "584 sample documents" in proc.stdout
-    assert "near-duplicate:" in proc.stdout and "psql" in proc.stdout
-    nums = summary_numbers(proc.stdout.split("\n")[1])
-    assert nums["duplicates"] > 50 and nums["errors"] == 0
-    # the demo links near-duplicates, so every document is stored and the
-    # duplicates point at the earlier one
-    stored = rows(dsn)
-    assert len(stored) == nums["read"] == 584
-    assert sum(dup is not None for _, _, dup in stored) == nums["duplicates"]
+    from psycopg.conninfo import make_conninfo
+
+    try:
+        proc = run("demo", "--dsn", dsn, "--groups", "2")
+        assert "584 sample documents" in proc.stdout
+        assert "near-duplicate:" in proc.stdout and "psql" in proc.stdout
+        nums = summary_numbers(proc.stdout.split("\n")[1])
+        assert nums["duplicates"] > 50 and nums["errors"] == 0
+        # the demo links near-duplicates, so every document is stored (in its
+        # own database, never the one --dsn names) and the duplicates point at
+        # the earlier one
+        assert rows(dsn) == []
+        stored = rows(make_conninfo(dsn, dbname="simhash_demo"))
+        assert len(stored) == nums["read"] == 584
+        assert sum(dup is not None for _, _, dup in stored) == nums["duplicates"]
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS simhash_demo WITH (FORCE)")
 
 
 def test_verify_option(dsn: str) -> None:

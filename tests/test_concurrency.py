@@ -111,6 +111,7 @@ def _check(pg: psycopg.Connection, outcomes: list[Outcome]) -> tuple[int, int]:
     return len(outcomes), len(rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["add", "add_many", "mixed"])
 def test_concurrent_dedup_keeps_one_of_each_near_duplicate_group(
     pg: psycopg.Connection, pg_dsn: str, mode: str
@@ -178,6 +179,7 @@ def test_writer_lock_takes_blocks_and_keys_and_bounds_the_wait(pg: psycopg.Conne
             assert pg.execute("SELECT current_setting('lock_timeout')").fetchone() == (session,)
 
 
+@pytest.mark.slow
 def test_stream_bench_measures_locks_on_and_off(pg_dsn: str) -> None:
     from lab.bench import stream as bench
     from simhash_pg.store.locking import lock_batch

@@ -223,6 +223,7 @@ def texts(draw: st.DrawFn) -> list[str]:
 
 @settings(max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@pytest.mark.slow
 @given(texts(), texts(), st.sampled_from(["short", "all"]), st.sampled_from([3, 6]))
 def test_near_after_reupgrade_equals_brute_force(
     pg_dsn: str, before: list[str], after: list[str], mode: Any, k: int

@@ -164,6 +164,7 @@ def _kill_server(datadir: Path) -> int:
     return 1 + len(children)
 
 
+@pytest.mark.slow
 @needs_own_server
 def test_server_killed_mid_add_many_loses_no_committed_batch() -> None:
     docs = _docs(1)
@@ -238,6 +239,7 @@ def _with_options(dsn: str, options: str) -> str:
     return make_conninfo(**{k: v for k, v in params.items() if v is not None})
 
 
+@pytest.mark.slow
 def test_statement_timeout_is_a_clear_error_and_loses_nothing(pg: psycopg.Connection,
                                                               pg_dsn: str) -> None:
     docs = _docs(3)

@@ -25,6 +25,9 @@ from psycopg import sql
 
 from lab.bench.hnsw import copy_documents, exact_neighbours, planted_data
 
+# three throwaway servers per module run: in CI's slow run (pytest -m slow)
+pytestmark = pytest.mark.slow
+
 DOC = Path(__file__).resolve().parent.parent / "docs" / "scaling.md"
 N_SHARDS = 2
 N_ROWS = 10_000

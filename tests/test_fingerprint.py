@@ -446,6 +446,7 @@ def test_chunk_boundaries_never_change_chars(text: str, chunk: int) -> None:
         features_mod._CHUNK = old
 
 
+@pytest.mark.slow
 def test_large_document_is_linear() -> None:
     """Work grows with the text, not faster: 8 MB takes a few seconds."""
     rng = random.Random(3)

@@ -15,7 +15,7 @@ ZH_TRAD = "市圖書館從下個月起延長開放時間，工作日開放到晚
 
 
 def test_two_texts_and_their_distance() -> None:
-    res = CliRunner().invoke(cli, ["fingerprint", ZH, ZH_TRAD, "--explain", "2"])
+    res = CliRunner().invoke(cli, ["fingerprint", ZH, ZH_TRAD, "--explain", "--top", "2"])
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert lines[0] == f"{fingerprint(ZH):016x}  arg1"

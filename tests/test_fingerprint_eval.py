@@ -110,7 +110,8 @@ def test_auc_counts_ties_as_half() -> None:
 @pytest.fixture(scope="module")
 def scores() -> PairScores:
     if not (EVAL_DIR / "pairs.jsonl").exists():
-        pytest.skip(f"no eval set at {EVAL_DIR}")
+        pytest.skip(f"the labelled near-duplicate eval set ({EVAL_DIR}), not shipped with the "
+                    "package, is not here")
     return score_pairs(Fingerprinter(), load_eval(EVAL_DIR))
 
 

@@ -64,8 +64,8 @@ def test_csv_multiline_bad_bytes_and_short_rows(tmp_path: Path) -> None:
 def test_csv_missing_text_column(tmp_path: Path) -> None:
     f = tmp_path / "d.tsv"
     f.write_text("id\tbody\n1\thello\n", encoding="utf-8")
-    got = _read(f)
-    assert len(got) == 1 and isinstance(got[0], BadRecord) and "--text-field" in got[0].reason
+    with pytest.raises(InputError, match="--text-field"):  # the whole file, not a line
+        _read(f)
     got = _read(f, text_field="body")
     assert got == [Record("hello", "1", f"{f}:2", {"id": "1", "body": "hello"})]
 

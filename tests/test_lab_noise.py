@@ -17,7 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 EVAL_DIR = Path(os.environ.get("SIMHASH_PG_EVAL_DIR", ROOT.parent / "shared" / "eval"))
 pytestmark = pytest.mark.skipif(not (EVAL_DIR / "pairs.jsonl").exists(),
-                                reason="../shared/eval is not here")
+                                reason=f"the labelled near-duplicate eval set ({EVAL_DIR}), not "
+                                       "shipped with the package, is not here")
 
 sys.path.insert(0, str(ROOT))  # lab/ is beside the package, not installed
 from lab.noise import KINDS, generate, label, overlap  # noqa: E402

@@ -152,6 +152,7 @@ def test_near_probes_equals_brute_force(
         assert sql_single(pg, fp, p, cap) == brute(rows, fp, p, cap), (fp, p, cap)
 
 
+@pytest.mark.slow
 @given(planted())
 @HYPO
 def test_near_probes_many_equals_the_single_form_per_query(
@@ -176,6 +177,7 @@ def _lost_rows(pg: psycopg.Connection, max_id: int) -> None:
 
 @given(planted(), st.lists(st.sampled_from([None, 11, 12, 13, 99]), min_size=7, max_size=7),
        st.integers(0, 400))
+@pytest.mark.slow
 @HYPO
 def test_candidates_are_the_matches_plus_the_signature_rows(
     pg: psycopg.Connection, case: tuple[list[Row], list[int], list[Probes], list[int]],

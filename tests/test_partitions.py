@@ -230,6 +230,7 @@ def spread(draw: st.DrawFn) -> tuple[list[tuple[int, float]], list[int]]:
     return rows, queries
 
 
+@pytest.mark.slow
 @HYPO
 @given(data=spread())
 def test_search_functions_exact_across_partitions(

@@ -358,7 +358,8 @@ def test_decide_rules() -> None:
 def test_real_eval_sample() -> None:
     d = default_eval_dir()
     if not (d / "pairs.jsonl").exists():
-        pytest.skip(f"no eval set at {d}")
+        pytest.skip(f"the labelled near-duplicate eval set ({d}), not shipped with the "
+                    "package, is not here")
     for short in (False, True):
         ps = Q.load_pairs(d, short=short, sample=400)
         dist = Q.fingerprint_distances(ps, None, workers=1)

@@ -225,6 +225,7 @@ def test_a_reader_cannot_freeze_the_writers(make_role: Callable[..., str], pg_ds
     assert seconds < 8
 
 
+@pytest.mark.slow
 def test_writers_give_up_on_a_held_lock_with_a_typed_error(
     pg: psycopg.Connection, pg_dsn: str
 ) -> None:

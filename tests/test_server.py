@@ -19,6 +19,7 @@ from simhash_pg.db.server import LocalServer, embedded_bindir
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.skipif(bool(os.environ.get("SIMHASH_PG_TEST_BINDIR")),
                     reason="copies the embedded installation")
+@pytest.mark.slow
 def test_server_from_a_removed_installation_is_restarted_from_ours() -> None:
     # A per-user server started by another checkout's environment, which is
     # then deleted: its backends can no longer load plpgsql.

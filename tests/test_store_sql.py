@@ -277,7 +277,8 @@ def sql_near_many(
     return got
 
 
-@pytest.mark.parametrize("form", list(FORMS))
+# the pair form under hypothesis is the suite's longest test (about 90 s): CI's slow run
+@pytest.mark.parametrize("form", [pytest.param("pairs", marks=pytest.mark.slow), "blocks"])
 @given(data=planted(max_k=12), skewed=planted(max_k=12, skewed=True))
 @HYPO
 def test_near_and_near_many_both_forms_equal_brute_force(

@@ -43,7 +43,8 @@ def scratch_dsn(
     """Yield ``dsn`` as given, or that of a throwaway embedded server.
 
     The throwaway server lives in ``home`` (default: a new temp dir), runs with
-    the settings the embedded store would get on this machine, and is deleted
+    the settings ``server tune --large`` gives the embedded store on this
+    machine (the figures in docs/benchmarks.md were measured so), and is deleted
     on exit unless ``keep``.
     """
     if dsn is not None:
@@ -53,7 +54,7 @@ def scratch_dsn(
 
     # a given home is made by the server if missing, never opened up by us
     base = Path(home) if home else temporary_home("shpg-bench-")
-    server = LocalServer(base, settings=settings or sized_settings(small=small))
+    server = LocalServer(base, settings=settings or sized_settings(small=small, large=not small))
     url = server.start(dbname=dbname)
     try:
         yield url

@@ -220,7 +220,7 @@ def command(n: int, clients: str, seconds: float, batch: int, dup_rate: float, s
         raise click.BadParameter("give client counts >= 1, e.g. 1,2,4", param_hint="--clients")
     from simhash_pg.db.server import sized_settings
 
-    settings = sized_settings()
+    settings = sized_settings(large=True)  # as measured: `server tune --large`
     # every client's add_many batch holds up to 4 x batch locks until it
     # commits: room for all of them in the shared lock table, twice over
     slots = 2 * 4 * max(batch, 1) * max(counts)

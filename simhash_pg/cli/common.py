@@ -28,12 +28,20 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 
 
 def open_store(
-    dsn: str | None, scheme: SchemeSpec, k: int | None, verify: str | None = None
+    dsn: str | None, scheme: SchemeSpec, k: int | None, verify: str | None = None,
+    *, read_only: bool = False,
 ) -> SimhashStore:
-    """Open a store, turning connection and scheme problems into usage errors."""
+    """Open a store, turning connection and scheme problems into usage errors.
+
+    The schema of a database the user names (``--dsn``, ``$SIMHASH_PG_DSN``)
+    changes only when asked (``simhash-pg db upgrade``): an outdated one is a
+    usage error. A writer may create the schema in a brand-new empty database,
+    and says so; a reader (``read_only``) never does. The embedded server's
+    database is ours and is kept at the package's revision.
+    """
     import psycopg
 
-    from simhash_pg.store import SimhashStore
+    from simhash_pg.store import SchemaVersionError, SimhashStore
 
     kwargs: dict[str, Any] = {"scheme": scheme}
     if k is not None:
@@ -41,11 +49,33 @@ def open_store(
     if verify is not None:
         kwargs["verify"] = verify
     try:
+        if dsn is None:
+            return SimhashStore(dsn, **kwargs)
+        try:
+            return SimhashStore(dsn, migrate=False, **kwargs)
+        except SchemaVersionError:
+            if read_only or not _is_empty_database(dsn):
+                raise
+        click.echo("simhash-pg: the database is empty: creating the simhash-pg schema in it",
+                   err=True)
         return SimhashStore(dsn, **kwargs)
     # StoreConnectionError is an OSError, SchemeMismatchError a ValueError,
     # SchemaVersionError a RuntimeError: each names its problem already.
     except (ValueError, OSError, RuntimeError, psycopg.Error) as exc:
         fail(str(exc))
+
+
+def _is_empty_database(dsn: str) -> bool:
+    """No schema revision and no simhash table: a database nobody has used for a store."""
+    import psycopg
+
+    from simhash_pg.db.migrate import libpq_dsn
+
+    with psycopg.connect(libpq_dsn(dsn), autocommit=True, connect_timeout=10) as conn:
+        row = conn.execute(
+            "SELECT to_regclass('alembic_version') IS NULL "
+            "AND to_regclass('simhash_documents') IS NULL").fetchone()
+    return bool(row and row[0])
 
 
 def fresh_database(dbname: str) -> str:
@@ -73,7 +103,10 @@ def text_of(text: str | None, file: str | None) -> str:
     if file is None:
         assert text is not None
         return text
-    raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    try:
+        raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    except OSError as exc:
+        fail(f"{file}: {exc.strerror or exc}")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

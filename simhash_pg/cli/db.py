@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import cast
 
@@ -28,6 +29,12 @@ def _run(what: str, func: object, *args: object) -> object:
         raise
     except Exception as exc:
         text = str(exc).strip().splitlines()
+        missing = re.search(r'database "([^"]+)" does not exist', str(exc))
+        if missing:
+            from simhash_pg.cli.common import fail
+
+            fail(f"{what}: database {missing.group(1)!r} does not exist; create it first, "
+                 f"e.g. createdb {missing.group(1)} (then run this again)")
         raise click.ClickException(
             f"{what} failed: {text[0] if text else type(exc).__name__}"
         ) from None

@@ -10,6 +10,7 @@ reported like a malformed line.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import sys
@@ -26,8 +27,23 @@ import click
 import psycopg
 
 from simhash_pg.cli.common import EXIT_OK, EXIT_SKIPPED, EXIT_STOPPED, fail, open_store
-from simhash_pg.cli.inputs import BadRecord, InputError, Record, read_inputs
-from simhash_pg.cli.options import SchemeSpec, input_options, store_options, workers_option
+from simhash_pg.cli.inputs import (
+    BadRecord,
+    InputError,
+    ReadProgress,
+    Record,
+    check_inputs,
+    input_bytes,
+    read_inputs,
+)
+from simhash_pg.cli.options import (
+    SchemeSpec,
+    input_options,
+    output_kind,
+    output_option,
+    store_options,
+    workers_option,
+)
 from simhash_pg.cli.signals import StopRequested, StopSignals
 from simhash_pg.text.normalize import fix_surrogates
 from simhash_pg.textrules import check_key
@@ -35,8 +51,11 @@ from simhash_pg.textrules import check_key
 if TYPE_CHECKING:
     from simhash_pg.store import AddResult, SimhashStore
 
-REPORT_FIELDS = ("key", "where", "duplicate_of", "duplicate_key", "distance", "text")
+# A report row is one document not stored: key, where and text are its own; kept_id and
+# kept_key name the stored document it is a near-duplicate of (error: why it was skipped).
+REPORT_FIELDS = ("key", "where", "kept_id", "kept_key", "distance", "text", "error")
 SNIPPET = 200
+SHOWN_ERRORS = 20  # skipped records printed on stderr; the report lists them all
 
 
 class StrictStop(Exception):
@@ -75,8 +94,7 @@ class _Writer:
 
     def __init__(self, fh: IO[str], path: str, fields: Sequence[str]) -> None:
         self.fh = fh
-        suffix = Path(path).suffix.lower()
-        self.kind = {".csv": "csv", ".tsv": "tsv", ".txt": "txt"}.get(suffix, "jsonl")
+        self.kind = output_kind(path)
         self.fields = list(fields)
         self.csv: Any = None
         if self.kind in ("csv", "tsv"):
@@ -116,28 +134,55 @@ def run_dedup(
     documents in hand are committed as the last batch and their results
     written. A second signal stops at once (the batch in flight is rolled back).
     """
-    from simhash_pg.store import Doc
+    from simhash_pg.store import AddResult, Doc
 
     summary = Summary()
-    pending: deque[Record] = deque()
+    # every record handed on, in order; a known key carries its result already
+    pending: deque[tuple[Record, AddResult | None]] = deque()
+    lookup = ExitStack()
 
     def stop(why: str | None) -> bool:
         if why is not None:
             summary.stopped, summary.interrupted = why, True
         return why is not None
 
+    def known_keys(chunk: list[Record]) -> dict[str, AddResult]:
+        """The stored rows of the chunk's keys: a rerun skips them before fingerprinting.
+
+        On a connection of its own: the store's may be inside a batch.
+        """
+        keys = [r.key for r in chunk if r.key is not None]
+        if not keys or lookup_conn is None:
+            return {}
+        rows = lookup_conn.execute(
+            "SELECT key, id, fingerprint, duplicate_of FROM simhash_documents "
+            "WHERE key = ANY(%s)", [keys]).fetchall()
+        return {key: AddResult(id=id_, fingerprint=fp & (2**64 - 1), duplicate_of=dup,
+                               distance=None, inserted=False, key=key, existing_key=True)
+                for key, id_, fp, dup in rows}
+
+    def hand_on(chunk: list[Record]) -> Iterator[Doc]:
+        known = known_keys(chunk)
+        for rec in chunk:
+            res = known.get(rec.key) if rec.key is not None else None
+            pending.append((rec, res))
+            if res is None:
+                yield Doc(rec.text, key=rec.key)
+        chunk.clear()
+
     def docs() -> Iterator[Doc]:
         it = iter(records)
+        chunk: list[Record] = []
         while True:
             if signals is not None and stop(signals.reason):
-                return
+                break
             try:
                 item = next(it) if signals is None else signals.pull(it)
             except StopIteration:
-                return
+                break
             except StopRequested:  # while waiting for input, e.g. on stdin
                 stop(signals.reason if signals is not None else "interrupted")
-                return
+                break
             if isinstance(item, Record):
                 try:
                     check_key(item.key)  # the store's rule, checked before the batch
@@ -151,49 +196,71 @@ def run_dedup(
                 if strict:
                     raise StrictStop(item.where, item.reason)
                 continue
-            pending.append(item)
-            yield Doc(item.text, key=item.key)
+            chunk.append(item)
+            if len(chunk) >= batch_size:
+                yield from hand_on(chunk)
+        yield from hand_on(chunk)  # the documents in hand, also after a stop
+
+    def account(rec: Record, res: AddResult) -> StrictStop | None:
+        summary.read += 1
+        summary.last_committed = rec.where
+        error = getattr(res, "error", None)
+        if error:
+            summary.errors += 1
+            if on_bad is not None:
+                on_bad(rec.where, error)
+            return StrictStop(rec.where, error) if strict else None
+        if res.duplicate_of is None:
+            summary.unique += 1
+            summary.new += bool(res.inserted)
+            if keep_pairs and res.id is not None:
+                summary.stored[res.id] = rec
+            if out is not None:
+                out.write(rec.fields if rec.fields is not None
+                          else {"key": rec.key, "text": rec.text})
+        else:
+            summary.duplicates += 1
+            if keep_pairs:
+                summary.pairs.append((rec, res))
+            if report is not None:
+                report.write({
+                    "key": rec.key, "where": rec.where, "kept_id": res.duplicate_of,
+                    "kept_key": getattr(res, "duplicate_key", None),
+                    "distance": res.distance, "text": rec.text[:SNIPPET],
+                })
+        return None
+
+    def known_in_front() -> None:
+        """Account the known keys at the head of the queue: nothing before them is pending."""
+        while pending and pending[0][1] is not None:
+            rec, res = pending.popleft()
+            assert res is not None
+            account(rec, res)
 
     def on_batch(results: Sequence[AddResult]) -> None:
         bad: StrictStop | None = None
         for res in results:
-            rec = pending.popleft()
-            summary.read += 1
-            error = getattr(res, "error", None)
-            if error:
-                summary.errors += 1
-                if on_bad is not None:
-                    on_bad(rec.where, error)
-                if strict and bad is None:
-                    bad = StrictStop(rec.where, error)
-            elif res.duplicate_of is None:
-                summary.unique += 1
-                summary.new += bool(res.inserted)
-                if keep_pairs and res.id is not None:
-                    summary.stored[res.id] = rec
-                if out is not None:
-                    out.write(rec.fields if rec.fields is not None
-                              else {"key": rec.key, "text": rec.text})
-            else:
-                summary.duplicates += 1
-                if keep_pairs:
-                    summary.pairs.append((rec, res))
-                if report is not None:
-                    report.write({
-                        "key": rec.key, "where": rec.where, "duplicate_of": res.duplicate_of,
-                        "duplicate_key": getattr(res, "duplicate_key", None),
-                        "distance": res.distance, "text": rec.text[:SNIPPET],
-                    })
-            summary.last_committed = rec.where
+            known_in_front()
+            rec, _ = pending.popleft()
+            bad = bad or account(rec, res)
+        known_in_front()
         if on_progress is not None:
             on_progress(summary)
         if bad is not None:
             raise bad
 
+    lookup_conn: psycopg.Connection[Any] | None = None
+    # no second connection allowed: every record goes through add_many
+    with contextlib.suppress(psycopg.Error):
+        lookup_conn = lookup.enter_context(psycopg.connect(store.dsn, autocommit=True))
+
     start = time.perf_counter()
     try:
         store.add_many(docs(), dedup=True, batch_size=batch_size, workers=workers,
                        progress=on_batch, on_duplicate="link" if link else "skip")
+        known_in_front()  # known keys after the last new document
+        if on_progress is not None:
+            on_progress(summary)
     except KeyboardInterrupt:
         stop((signals.reason if signals is not None else None) or "interrupted")
     except StrictStop as exc:
@@ -209,6 +276,7 @@ def run_dedup(
         # reports where the run stopped instead of a traceback.
         summary.stopped = f"database error: {str(exc).strip().splitlines()[0]}"
     finally:
+        lookup.close()
         summary.seconds = time.perf_counter() - start
         # Records read but not committed are counted as not read: the rerun reads them.
     return summary
@@ -220,10 +288,10 @@ def run_dedup(
 @input_options
 @click.option("--key-field", default=None,
               help="JSONL/CSV field holding the key (default: key, id or url, else file:line).")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True),
-              help="Write the unique documents here (.jsonl, .csv, .tsv or .txt).")
-@click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True),
-              help="Write the duplicates report here (.jsonl, .csv or .tsv).")
+@output_option("--out", "out_path",
+               "Write the unique documents here (.jsonl, .csv, .tsv or .txt).")
+@output_option("--report", "report_path",
+               "Write the duplicates report here (.jsonl, .csv or .tsv).")
 @workers_option("Fingerprinting processes (default: all cores).")
 @click.option("--batch-size", type=click.IntRange(1, 1_000_000), default=2000,
               show_default=True, help="Documents per committed batch.")
@@ -248,10 +316,23 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int
     for path in inputs:
         if path != "-" and not Path(path).exists():
             fail(f"{path}: no such file or directory")
-    records = read_inputs(inputs, fmt=fmt, text_field=text_field, key_field=key_field)
+    try:
+        # a whole file that cannot be read stops the run before anything is stored
+        check_inputs(inputs, fmt=fmt, text_field=text_field)
+    except InputError as exc:
+        fail(str(exc))
+    reading = ReadProgress(total=input_bytes(inputs))
+    records = read_inputs(inputs, fmt=fmt, text_field=text_field, key_field=key_field,
+                          progress=reading)
+    shown_errors = 0
+    report: _Writer | None = None
 
     def on_bad(where: str, reason: str) -> None:
-        if not quiet:
+        nonlocal shown_errors
+        if report is not None:
+            report.write({"where": where, "error": reason})
+        if not quiet and shown_errors < SHOWN_ERRORS:
+            shown_errors += 1
             click.echo(f"{where}: {reason} (skipped)", err=True)
 
     # Around the outputs and the summary too: a signal while they are flushed,
@@ -259,14 +340,15 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int
     with StopSignals() as signals:
         with ExitStack() as stack:
             store = stack.enter_context(open_store(dsn, scheme, k, verify))
-            out = report = None
+            out = None
             if out_path:
                 fh = stack.enter_context(open(out_path, "w", encoding="utf-8", newline=""))
                 out = _Writer(fh, out_path, ("key", "text"))
             if report_path:
                 fh = stack.enter_context(open(report_path, "w", encoding="utf-8", newline=""))
                 report = _Writer(fh, report_path, REPORT_FIELDS)
-            progress = stack.enter_context(_progress(enabled=not quiet and sys.stderr.isatty()))
+            progress = stack.enter_context(_progress(enabled=not quiet and sys.stderr.isatty(),
+                                                     reading=reading))
             try:
                 summary = run_dedup(store, records, out=out, report=report, strict=strict,
                                     batch_size=batch_size, workers=workers, link=link,
@@ -276,37 +358,67 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int
                 fail(str(exc))
 
         click.echo(summary.line())
+        if summary.errors > shown_errors and not quiet:
+            where = f"all listed in {report_path}" if report_path else \
+                "--report FILE lists them all"
+            click.echo(f"... and {summary.errors - shown_errors:,} more skipped records "
+                       f"({where})", err=True)
+        if summary.read == 0 and not summary.stopped:
+            click.echo("simhash-pg: warning: the input holds no documents", err=True)
         if summary.stopped:
-            where = summary.last_committed or "before the first batch"
-            click.echo(f"stopped ({summary.stopped}); committed through {where}. "
+            where = (f"committed through {summary.last_committed}" if summary.last_committed
+                     else "nothing committed")
+            click.echo(f"stopped ({summary.stopped}); {where}. "
                        f"Run the same command again to resume.", err=True)
             sys.exit(signals.exit_code if summary.interrupted else EXIT_STOPPED)
         sys.exit(EXIT_SKIPPED if summary.errors else EXIT_OK)
 
 
 class _progress:
-    """A rich progress line on a terminal; nothing otherwise."""
+    """A rich progress line on a terminal; nothing otherwise.
 
-    def __init__(self, enabled: bool) -> None:
+    With the input's size known (files, not stdin) it shows a bar and the time
+    left, from the bytes read so far.
+    """
+
+    def __init__(self, enabled: bool, reading: ReadProgress | None = None,
+                 console: Any = None) -> None:
         self.enabled = enabled
+        self.reading = reading
+        self.console = console
         self.bar: Any = None
         self.task: Any = None
         self.start = time.perf_counter()
 
     def __enter__(self) -> _progress:
         if self.enabled:
-            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                SpinnerColumn,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
-            self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"),
-                                TimeElapsedColumn(), transient=True)
+            sized = self.reading is not None and self.reading.total
+            columns: list[Any] = [SpinnerColumn(), TextColumn("{task.description}")]
+            if sized:
+                columns += [BarColumn(), TaskProgressColumn(), TimeRemainingColumn()]
+            self.bar = Progress(*columns, TimeElapsedColumn(), transient=True,
+                                console=self.console)
             self.bar.__enter__()
-            self.task = self.bar.add_task("starting")
+            self.task = self.bar.add_task(
+                "reading and fingerprinting the first batch",
+                total=self.reading.total if sized and self.reading else None)
         return self
 
     def __call__(self, summary: Summary) -> None:
         if self.bar is not None:
             rate = summary.read / max(time.perf_counter() - self.start, 1e-9)
-            self.bar.update(self.task, description=(
+            done = self.reading.done if self.reading is not None else None
+            self.bar.update(self.task, completed=done, description=(
                 f"{summary.read:,} read, {summary.duplicates:,} duplicates, "
                 f"{summary.errors:,} errors, {rate:,.0f} docs/s"))
 

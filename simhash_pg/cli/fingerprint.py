@@ -2,7 +2,8 @@
 
     simhash-pg fingerprint "第一段文字" "第二段文字"      # two texts and their distance
     simhash-pg fingerprint -i docs.jsonl --json          # one JSON object per document
-    simhash-pg fingerprint --explain 10 "some text"      # and its 10 heaviest features
+    simhash-pg fingerprint --explain "some text"         # and its 10 heaviest features
+    simhash-pg fingerprint --explain --top 5 "some text" # its 5 heaviest
 
 Exit codes: 0 done, 1 done but some documents had no features or could not
 be read, 2 usage error.
@@ -38,13 +39,9 @@ from simhash_pg.cli.options import (
 )
 @input_options
 @scheme_option()
-@click.option(
-    "--explain",
-    type=click.IntRange(0),
-    default=0,
-    metavar="N",
-    help="Also show each document's N heaviest features.",
-)
+@click.option("--explain", is_flag=True, help="Also show each document's heaviest features.")
+@click.option("--top", type=click.IntRange(1), default=10, show_default=True, metavar="N",
+              help="How many features --explain shows.")
 @json_flag(
     "One JSON object per document: fingerprint (unsigned), hex, bigint "
     "(the signed value PostgreSQL stores), blocks."
@@ -56,7 +53,8 @@ def command(
     fmt: str | None,
     text_field: str,
     scheme: SchemeSpec,
-    explain: int,
+    explain: bool,
+    top: int,
     as_json: bool,
     workers: int | None,
 ) -> None:
@@ -101,12 +99,12 @@ def command(
                     )
                 )
             continue
-        top: list[tuple[str, float]] = []
+        heaviest: list[tuple[str, float]] = []
         if explain:
             try:
-                top = fp.features(text)[:explain]
+                heaviest = fp.features(text)[:top]
             except NoFeaturesError:  # pragma: no cover - fingerprinted above
-                top = []
+                heaviest = []
         if as_json:
             out: dict[str, Any] = {
                 "key": key,
@@ -116,11 +114,11 @@ def command(
                 "blocks": list(blocks(value)),
             }
             if explain:
-                out["features"] = [[f, round(w, 4)] for f, w in top]
+                out["features"] = [[f, round(w, 4)] for f, w in heaviest]
             click.echo(json.dumps(out, ensure_ascii=False))
         else:
             click.echo(f"{value:016x}  {key}")
-            for feat, weight in top:
+            for feat, weight in heaviest:
                 click.echo(f"    {weight:10.4f}  {feat}")
     if len(fps) == 2 and None not in fps and not as_json:
         a, b = fps

@@ -13,10 +13,12 @@ Formats, chosen from the file name unless given:
   one document, its key the file's path
 - ``-``: standard input, ``lines`` unless the first line starts with ``{``
 
-A trailing ``.gz`` is decompressed. Bytes that are not UTF-8 make that record
-a :class:`BadRecord`, and so does a JSON escape that is not valid Unicode (a
-lone surrogate such as ``"\\udc80"``, in any field); the rest of the file is
-still read.
+A trailing ``.gz`` is decompressed. A file that is not text at all (a NUL
+byte, or mostly lines that are not UTF-8, in its first buffer of bytes) or a
+CSV without the text column is an :class:`InputError`, raised before its first record.
+Otherwise bytes that are not UTF-8 make that record a :class:`BadRecord`, and
+so does a JSON escape that is not valid Unicode (a lone surrogate such as
+``"\\udc80"``, in any field); the rest of the file is still read.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ FORMATS = ("jsonl", "csv", "tsv", "lines")
 DOC_SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm")
 # Fields tried for the key when --key-field is not given.
 KEY_FIELDS = ("key", "id", "url")
+# At most this much of a file's start (one read buffer) tells text from binary.
+SNIFF_BYTES = 64 * 1024
 _SUFFIX_FORMAT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv"}
 
 # csv's default field limit (128 KiB) is smaller than real documents.
@@ -59,8 +63,62 @@ class BadRecord:
     reason: str
 
 
+@dataclass
+class ReadProgress:
+    """How far the reading is: bytes of the input files read so far, of ``total``."""
+
+    total: int | None  # None: not known beforehand (stdin, a directory)
+    done: int = 0
+
+
+def input_bytes(paths: Iterable[str]) -> int | None:
+    """The inputs' total size on disk, or None if one is stdin or a directory."""
+    total = 0
+    for path in paths:
+        if path == "-" or not os.path.isfile(path):
+            return None
+        total += os.path.getsize(path)
+    return total
+
+
 class InputError(Exception):
-    """An input that cannot be read at all (missing file, unknown format)."""
+    """An input that cannot be read at all (missing file, unknown format, not text)."""
+
+
+def not_text(head: bytes) -> str | None:
+    """Why ``head`` (a file's first bytes) is not a text file, or None if it looks like one.
+
+    A NUL byte never occurs in UTF-8 text; one bad line among good ones is a
+    bad record, but a file where most lines do not decode is not UTF-8 at all.
+    """
+    if b"\x00" in head:
+        return "not a text file (it holds NUL bytes; binary?)"
+    lines = head.splitlines()
+    if len(lines) > 1 and not head.endswith((b"\n", b"\r")):
+        lines.pop()  # maybe cut mid-line (and mid-character)
+    bad = 0
+    for line in lines:
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            bad += 1
+    if lines and bad * 2 > len(lines):
+        return f"not UTF-8 text ({bad} of the first {len(lines)} lines do not decode)"
+    return None
+
+
+def check_inputs(paths: Iterable[str], *, fmt: str | None = None,
+                 text_field: str = "text") -> None:
+    """Raise :class:`InputError` for the first file that cannot be read as a whole.
+
+    For a command that stores as it reads: a bad second file must stop the
+    run before the first one's documents are stored. Standard input is
+    checked when it is read (it cannot be read twice).
+    """
+    for path in paths:
+        if path != "-":
+            for _ in read_inputs([path], fmt=fmt, text_field=text_field):
+                break  # the checks run before the first record
 
 
 def detect_format(path: str, fmt: str | None = None) -> str:
@@ -79,24 +137,33 @@ def read_inputs(
     text_field: str = "text",
     key_field: str | None = None,
     stdin: IO[bytes] | None = None,
+    progress: ReadProgress | None = None,
 ) -> Iterator[Record | BadRecord]:
-    """Yield every document of every input, in order."""
+    """Yield every document of every input, in order.
+
+    ``progress.done`` follows the bytes of the files read (compressed bytes
+    for a ``.gz``), for a progress bar with an ETA.
+    """
+    base = 0
     for path in paths:
         if path == "-":
             yield from _read_stdin(stdin or sys.stdin.buffer, fmt, text_field, key_field)
         elif os.path.isdir(path):
             yield from _read_dir(path)
         elif os.path.isfile(path):
-            yield from _read_stream(path, _open(path), detect_format(path, fmt),
-                                    text_field, key_field)
+            with open(path, "rb") as raw:
+                stream: IO[bytes] = (gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+                                     if path.endswith(".gz") else raw)
+                for item in _read_stream(path, stream, detect_format(path, fmt),
+                                         text_field, key_field):
+                    if progress is not None:
+                        progress.done = base + raw.tell()
+                    yield item
+            base += os.path.getsize(path)
+            if progress is not None:
+                progress.done = base
         else:
             raise InputError(f"{path}: no such file or directory")
-
-
-def _open(path: str) -> IO[bytes]:
-    if path.endswith(".gz"):
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return open(path, "rb")
 
 
 def _read_stdin(stream: IO[bytes], fmt: str | None, text_field: str,
@@ -118,6 +185,10 @@ def _decode(raw: bytes, where: str) -> str | BadRecord:
 def _read_stream(name: str, stream: IO[bytes], fmt: str, text_field: str,
                  key_field: str | None) -> Iterator[Record | BadRecord]:
     with stream:
+        head = stream.peek(SNIFF_BYTES) if hasattr(stream, "peek") else b""
+        problem = not_text(head[:SNIFF_BYTES])
+        if problem is not None:
+            raise InputError(f"{name}: {problem}")
         if fmt in ("csv", "tsv"):
             yield from _read_csv(name, stream, "\t" if fmt == "tsv" else ",",
                                  text_field, key_field)
@@ -142,7 +213,7 @@ def _from_json(line: str, where: str, text_field: str,
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
-        return BadRecord(where, f"malformed JSON: {exc.msg} at column {exc.colno}")
+        return BadRecord(where, f"malformed JSON at column {exc.colno}: {exc.msg}")
     if not isinstance(obj, dict):
         return BadRecord(where, f"expected a JSON object, got {type(obj).__name__}")
     # Only a \u escape makes a lone surrogate: most lines skip the walk.
@@ -157,7 +228,7 @@ def _from_fields(obj: dict[str, Any], where: str, text_field: str,
     text = obj.get(text_field)
     if not isinstance(text, str):
         fields = ", ".join(sorted(map(str, obj))) or "none"
-        what = "missing" if text is None else f"a {type(text).__name__}, not a string"
+        what = "missing" if text is None else f"of type {type(text).__name__}, not a string"
         return BadRecord(where, f"field {text_field!r} is {what} (fields: {fields})")
     if key_field is not None:
         if obj.get(key_field) in (None, ""):
@@ -178,9 +249,8 @@ def _read_csv(name: str, stream: IO[bytes], delimiter: str, text_field: str,
     if reader.fieldnames is None:
         return
     if text_field not in reader.fieldnames:
-        yield BadRecord(f"{name}:1", f"no column {text_field!r} in the header "
-                                     f"({', '.join(reader.fieldnames)}); use --text-field")
-        return
+        raise InputError(f"{name}: no column {text_field!r} in the header "
+                         f"({', '.join(reader.fieldnames)}); use --text-field")
     start = 2
     while True:
         try:

@@ -27,6 +27,7 @@ _COMMANDS: dict[str, str] = {
     "db": "simhash_pg.cli.db:command",
     "server": "simhash_pg.cli.server:command",
     "purge": "simhash_pg.cli.purge:command",
+    "psql": "simhash_pg.cli.psql:command",
 }
 
 

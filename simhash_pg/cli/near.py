@@ -32,9 +32,10 @@ def command(text: str | None, file: str | None, fp: str | None, limit: int | Non
                                      param_hint="--fingerprint") from exc
     else:
         query = text_of(text, file)
-    with open_store(dsn, scheme, k, verify) as store:
+    with open_store(dsn, scheme, k, verify, read_only=True) as store:
         try:
             matches = store.near(query, k=k, limit=limit)
+            distance = k if k is not None else store.k
         except (ValueError, TypeError) as exc:
             fail(str(exc))
     if as_json:
@@ -42,7 +43,7 @@ def command(text: str | None, file: str | None, fp: str | None, limit: int | Non
             echo_json(as_dict(m))
         return
     if not matches:
-        click.echo("no stored document within the distance")
+        click.echo(f"no stored document within distance {distance} (--k)")
         return
     from rich.console import Console
     from rich.table import Table

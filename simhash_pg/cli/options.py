@@ -120,8 +120,51 @@ def text_or_file(what: str) -> Callable[[F], F]:
     """A TEXT argument, or ``--file F`` (``-`` for stdin): read with ``common.text_of``."""
 
     def decorate(func: F) -> F:
-        func = click.option("--file", "file", type=click.Path(dir_okay=False, allow_dash=True),
+        # exists=True: a missing file is a usage error (rc 2) before any work
+        func = click.option("--file", "file",
+                            type=click.Path(exists=True, dir_okay=False, allow_dash=True),
                             help=f"Read {what} from a file (- for stdin).")(func)
         return click.argument("text", required=False)(func)
 
     return decorate
+
+
+# What an output file's name ends with -> how it is written (dedup's --out, --report).
+OUTPUT_KINDS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv",
+                ".txt": "txt"}
+
+
+def output_kind(path: str) -> str:
+    """How ``path`` is written, by its suffix; a ValueError names the suffixes allowed."""
+    from pathlib import Path
+
+    suffix = Path(path).suffix.lower()
+    if suffix not in OUTPUT_KINDS:
+        raise ValueError(f"{path}: unknown extension {suffix or '(none)'!r}; use one of "
+                         f"{', '.join(OUTPUT_KINDS)}")
+    return OUTPUT_KINDS[suffix]
+
+
+def _check_output(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An output path is checked before any work: known extension, existing directory."""
+    import os
+
+    if value is None:
+        return None
+    try:
+        output_kind(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+    parent = os.path.dirname(os.path.abspath(value))
+    if not os.path.isdir(parent):
+        raise click.BadParameter(f"{value}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (os.path.exists(value)
+                                          and not os.access(value, os.W_OK)):
+        raise click.BadParameter(f"{value}: not writable")
+    return value
+
+
+def output_option(name: str, dest: str, help: str) -> Callable[[F], F]:
+    """``--out``/``--report``: a file whose name says its format, checked before any work."""
+    return click.option(name, dest, type=click.Path(dir_okay=False), callback=_check_output,
+                        help=help)

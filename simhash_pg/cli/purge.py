@@ -11,6 +11,7 @@ own, and the next run goes on (exit code 130 after Ctrl-C, 143 after SIGTERM).
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 
 import click
@@ -24,6 +25,9 @@ from simhash_pg.store.retention import DEFAULT_PURGE_BATCH
 def _age(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
     from simhash_pg.store.retention import parse_age
 
+    # a zero age (0d, 0h, 0): everything created before now; parse_age wants > 0
+    if re.fullmatch(r"0+(\.0*)?\s*([smhdw]|[a-z]+s?)?", value.strip().lower()):
+        return timedelta(0)
     try:
         return parse_age(value)
     except ValueError as exc:
@@ -32,7 +36,8 @@ def _age(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
 
 @click.command("purge")
 @click.option("--older-than", "older_than", required=True, callback=_age,
-              help="Remove documents created longer ago than this: 2d, 36h, 90m, 1w.")
+              help="Remove documents created longer ago than this: 2d, 36h, 90m, 1w; "
+                   "0d removes everything created before now.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULT_PURGE_BATCH,
               show_default=True,
               help="Rows deleted per transaction.")

@@ -1,4 +1,4 @@
-"""``simhash-pg server start|stop|status|url``: the embedded PostgreSQL.
+"""``simhash-pg server start|stop|status|url|tune``: the embedded PostgreSQL.
 
     psql "$(simhash-pg server url)"
 """
@@ -66,6 +66,47 @@ def url(dbname: str) -> None:
     try:
         click.echo(get_default_server().start(dbname=dbname))
     except ServerError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@server.command("tune")
+@click.option("--rows", type=click.IntRange(1), default=None,
+              help="Size for a store of about this many documents (shared_buffers to hold "
+                   "their indexes, at most 2/5 of RAM).")
+@click.option("--large", is_flag=True,
+              help="Size for the largest store this machine holds (2/5 of RAM, at most 16 GB).")
+@click.option("--restart", is_flag=True, help="Restart the server now to apply them.")
+def tune(rows: int | None, large: bool, restart: bool) -> None:
+    """Size the embedded server for a large store (ALTER SYSTEM; applied on restart).
+
+    The embedded server starts small (256 MB of shared_buffers, 1 GB of WAL).
+    This writes the large-store settings into its postgresql.auto.conf.
+    """
+    import psycopg
+    from psycopg import sql
+
+    from simhash_pg.db.server import ServerError, get_default_server
+    from simhash_pg.db.server_settings import TUNED, sized_settings
+
+    if (rows is None) == (not large):
+        raise click.UsageError("give --rows N or --large")
+    settings = sized_settings(large=large, rows=rows)
+    srv = get_default_server()
+    try:
+        srv.start(dbname=None)
+        with psycopg.connect(srv.dsn("postgres"), autocommit=True) as conn:
+            for name in TUNED:
+                conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(
+                    sql.Identifier(name), sql.Literal(settings[name])))
+        click.echo(", ".join(f"{name} = {settings[name]}" for name in TUNED))
+        if restart:
+            srv.stop()
+            srv.start(dbname=None)
+            click.echo("server restarted with them")
+        else:
+            click.echo("written to postgresql.auto.conf; they apply when the server restarts: "
+                       "simhash-pg server stop (the next command starts it again)")
+    except (ServerError, psycopg.Error) as exc:
         raise click.ClickException(str(exc)) from exc
 
 

@@ -16,7 +16,7 @@ from simhash_pg.cli.options import SchemeSpec, json_flag, store_options
 def command(as_json: bool, dsn: str | None, scheme: SchemeSpec, k: int | None,
             verify: str | None) -> None:
     """Rows, sizes and the fingerprint scheme of the store."""
-    with open_store(dsn, scheme, k, verify) as store:
+    with open_store(dsn, scheme, k, verify, read_only=True) as store:
         info = store.stats()
     data = info if isinstance(info, dict) else as_dict(info)
     if as_json:

@@ -13,27 +13,42 @@ def _total_memory() -> int:
         return 4 << 30
 
 
-def sized_settings(memory: int | None = None, *, small: bool = False) -> dict[str, str]:
+# The settings `simhash-pg server tune` changes (ALTER SYSTEM): the memory and WAL sizes.
+TUNED = ("shared_buffers", "effective_cache_size", "maintenance_work_mem", "max_wal_size")
+INDEX_BYTES_PER_ROW = 126  # the four block indexes, measured at 50M rows (docs/benchmarks.md)
+
+
+def sized_settings(memory: int | None = None, *, small: bool = False, large: bool = False,
+                   rows: int | None = None) -> dict[str, str]:
     """postgresql.conf settings for this machine.
 
-    shared_buffers is 2/5 of RAM, capped at 16 GiB: near() reads a few pages
-    of the four block indexes (126 B/row, 6.3 GB at 50M rows), and a page that
-    must come back from the OS cache costs more than the rest of the query (at
-    50M rows, where the indexes, 6.0 GB, just exceed a 1/4-of-RAM pool here:
-    p50 0.36 ms with them resident against 1.26 ms with them all read from the
-    OS cache, right after a restart). Shared memory is only
-    committed as pages are used; the rest stays for the OS cache.
+    The default is a modest server: the embedded one is a per-user store that
+    shares the machine, so it takes 256 MB of shared_buffers and 1 GB of WAL
+    whatever the RAM (``simhash-pg server tune`` sizes it up for a big store).
+
+    ``large`` (``server tune``, the benchmarks): shared_buffers is 2/5 of RAM,
+    capped at 16 GiB (or at what ``rows`` rows of the block indexes need):
+    near() reads a few pages of the four block indexes (126 B/row, 6.3 GB at
+    50M rows), and a page that must come back from the OS cache costs more
+    than the rest of the query (at 50M rows, where the indexes, 6.0 GB, just
+    exceed a 1/4-of-RAM pool here: p50 0.36 ms with them resident against 1.26
+    ms with them all read from the OS cache, right after a restart). Shared
+    memory is only committed as pages are used; the rest stays for the OS cache.
     ``small`` is for throwaway test servers on a shared machine.
     """
     mem = memory or _total_memory()
     mib = mem >> 20
     if small:
         shared, maint, wal, cache = 128, 64, 1024, 512
-    else:
+    elif large or rows is not None:
         shared = max(128, min(mib * 2 // 5, 16384))
+        if rows is not None:  # the indexes of that many rows, with a quarter to spare
+            shared = max(256, min(shared, rows * INDEX_BYTES_PER_ROW * 5 // 4 >> 20))
         maint = max(64, min(mib // 16, 2048))
         wal = max(1024, min(mib // 4, 16384))
         cache = max(512, mib * 3 // 4)
+    else:
+        shared, maint, wal, cache = 256, 128, 1024, max(512, mib // 2)
     durability: dict[str, str] = {}
     if not small:
         # A per-user embedded store has no replicas to feed: minimal WAL lets
