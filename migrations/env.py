@@ -1,7 +1,7 @@
 """alembic environment for simhash-pg.
 
 DSN, first found: ``-x dsn=...``, ``$SIMHASH_PG_DSN``, the config's
-``sqlalchemy.url`` (``simhash_pg.migrate`` sets it). A plain ``postgresql://``
+``sqlalchemy.url`` (``simhash_pg.db.migrate`` sets it). A plain ``postgresql://``
 DSN is given the psycopg 3 driver.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 from alembic import context
 from sqlalchemy import create_engine, pool
 
-from simhash_pg.migrate import sqlalchemy_url
-from simhash_pg.schema import metadata
+from simhash_pg.db.migrate import sqlalchemy_url
+from simhash_pg.db.schema import metadata
 
 config = context.config
 target_metadata = metadata

@@ -17,7 +17,7 @@ branch_labels: str | Sequence[str] | None = ${repr(branch_labels)}
 depends_on: str | Sequence[str] | None = ${repr(depends_on)}
 
 # What downgrade() destroys, for `simhash-pg db downgrade` to ask about
-# (simhash_pg.migrate.downgrade_losses); None: nothing a re-upgrade does not rebuild.
+# (simhash_pg.db.migrate.downgrade_losses); None: nothing a re-upgrade does not rebuild.
 downgrade_drops: str | None = None
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from simhash_pg.server import LocalServer, sized_settings, temporary_home
+from simhash_pg.db.server import LocalServer, sized_settings, temporary_home
 
 needs_own_server = pytest.mark.skipif(
     bool(os.environ.get("SIMHASH_PG_TEST_DSN")),

@@ -60,7 +60,7 @@ def simhash_pg_server() -> Iterator[ServerInfo]:
         )
         return
 
-    from simhash_pg.server import PORT, SUPERUSER, LocalServer, sized_settings, temporary_home
+    from simhash_pg.db.server import PORT, SUPERUSER, LocalServer, sized_settings, temporary_home
 
     bindir = os.environ.get("SIMHASH_PG_TEST_BINDIR") or None
     # Short path: the socket lives inside it.
@@ -81,7 +81,7 @@ def simhash_pg_server() -> Iterator[ServerInfo]:
 
 def _migrate(**kwargs: Any) -> None:
     """pytest-postgresql loader: bring the template database to alembic head."""
-    from simhash_pg import migrate
+    from simhash_pg.db import migrate
 
     dsn = make_conninfo(
         host=kwargs["host"],

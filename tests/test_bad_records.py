@@ -127,7 +127,7 @@ def test_key_limit_is_in_utf8_bytes(store: SimhashStore, key: str) -> None:
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".tsv", ".txt"])
 def test_output_files_write_texts_by_the_fingerprint_rule(tmp_path: Path, suffix: str) -> None:
-    from simhash_pg.commands.dedup import REPORT_FIELDS, _Writer
+    from simhash_pg.cli.dedup import REPORT_FIELDS, _Writer
 
     path = tmp_path / f"out{suffix}"
     with path.open("w", encoding="utf-8", newline="") as fh:

@@ -23,8 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_pg import Doc, hamming, migrate
+from simhash_pg import Doc, hamming
 from simhash_pg.bits import to_unsigned
+from simhash_pg.db import migrate
 from simhash_pg.store import SimhashStore
 from simhash_pg.text.signatures import sentence_signature_signed
 from simhash_pg.verify import TEXT_LOST, accept, verification_text

@@ -49,7 +49,7 @@ class Cluster:
 
 
 def _make_coordinator(dsn: str, shard_sockets: list[Path], *, near: bool) -> None:
-    from simhash_pg import migrate
+    from simhash_pg.db import migrate
 
     migrate.upgrade(dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -77,8 +77,8 @@ def _make_coordinator(dsn: str, shard_sockets: list[Path], *, near: bool) -> Non
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    from simhash_pg import migrate
-    from simhash_pg.server import LocalServer, ServerError, sized_settings, temporary_home
+    from simhash_pg.db import migrate
+    from simhash_pg.db.server import LocalServer, ServerError, sized_settings, temporary_home
 
     bindir = os.environ.get("SIMHASH_PG_TEST_BINDIR") or None
     servers: list[LocalServer] = []

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simhash_pg.inputs import BadRecord, InputError, Record, detect_format, read_inputs
+from simhash_pg.cli.inputs import BadRecord, InputError, Record, detect_format, read_inputs
 
 
 def _read(*paths: str | Path, **kw: object) -> list[Record | BadRecord]:

@@ -14,8 +14,9 @@ from _days import past_day_partitions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_pg import Doc, migrate
+from simhash_pg import Doc
 from simhash_pg.bits import hamming, to_signed, to_unsigned
+from simhash_pg.db import migrate
 from simhash_pg.store import SimhashStore
 from simhash_pg.store.retention import purge
 

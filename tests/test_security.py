@@ -380,7 +380,7 @@ def test_embedded_server_listens_on_a_unix_socket_only(pg: psycopg.Connection) -
 @needs_own_server
 def test_reader_role_shared_by_two_databases() -> None:
     """The last store downgraded drops the role; an operator's own role is kept."""
-    from simhash_pg import migrate
+    from simhash_pg.db import migrate
 
     def role_exists(admin: psycopg.Connection) -> bool:
         row = admin.execute("SELECT count(*) FROM pg_roles WHERE rolname = 'simhash_reader'")

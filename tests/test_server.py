@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from _throwaway import needs_own_server, throwaway_server
 
-from simhash_pg.server import LocalServer, embedded_bindir
+from simhash_pg.db.server import LocalServer, embedded_bindir
 
 
 @needs_own_server

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from _throwaway import needs_own_server, throwaway_server
 
-from simhash_pg.server import ROOT_HOME, SUPERUSER, LocalServer, ServerError, default_home
+from simhash_pg.db.server import ROOT_HOME, SUPERUSER, LocalServer, ServerError, default_home
 
 pytestmark = needs_own_server
 

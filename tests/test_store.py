@@ -336,7 +336,7 @@ def test_another_scheme_is_refused_naming_both(pg_dsn: str) -> None:
 def test_engine_argument_and_dsn_property(pg_dsn: str) -> None:
     from sqlalchemy import create_engine
 
-    from simhash_pg.migrate import sqlalchemy_url
+    from simhash_pg.db.migrate import sqlalchemy_url
 
     engine = create_engine(sqlalchemy_url(pg_dsn))
     with SimhashStore(engine=engine) as s:
@@ -348,7 +348,7 @@ def test_engine_argument_and_dsn_property(pg_dsn: str) -> None:
 
 def test_outdated_schema_without_migrate_asks_for_db_upgrade(pg: psycopg.Connection,
                                                              pg_dsn: str) -> None:
-    from simhash_pg import migrate
+    from simhash_pg.db import migrate
 
     migrate.downgrade(pg_dsn, "base")
     with pytest.raises(SchemaVersionError, match="simhash-pg db upgrade"):
@@ -375,7 +375,7 @@ def test_default_store_starts_and_reuses_the_embedded_server(
 ) -> None:
     import tempfile
 
-    from simhash_pg.server import LocalServer
+    from simhash_pg.db.server import LocalServer
 
     home = Path(tempfile.mkdtemp(prefix="shpg-home-"))
     home.chmod(0o755)

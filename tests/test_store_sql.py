@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_pg import migrate
 from simhash_pg.bits import MAX_FINGERPRINT, blocks, hamming, to_signed, to_unsigned
+from simhash_pg.db import migrate
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -4,10 +4,30 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
+
+from simhash_pg.cli.options import dsn_option
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def scratch_options(func: F) -> F:
+    """--dsn, --home and --keep: where a benchmark gets the database it empties."""
+    options: tuple[Callable[[F], F], ...] = (
+        # never from SIMHASH_PG_DSN: the benchmark downgrades the database to base
+        dsn_option("Benchmark this (scratch!) database instead of a throwaway server: "
+                   "it is EMPTIED.", from_env=False),
+        click.option("--home", type=click.Path(file_okay=False), default=None,
+                     help="Data directory for the throwaway server (default: a temp dir)."),
+        click.option("--keep", is_flag=True, help="Keep the throwaway server and its data."),
+    )
+    for option in reversed(options):
+        func = option(func)
+    return func
 
 
 @contextlib.contextmanager
@@ -29,7 +49,7 @@ def scratch_dsn(
     if dsn is not None:
         yield dsn
         return
-    from simhash_pg.server import LocalServer, sized_settings, temporary_home
+    from simhash_pg.db.server import LocalServer, sized_settings, temporary_home
 
     # a given home is made by the server if missing, never opened up by us
     base = Path(home) if home else temporary_home("shpg-bench-")

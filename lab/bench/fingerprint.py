@@ -29,6 +29,7 @@ from typing import Any
 import click
 
 from lab.evaluation import default_eval_dir
+from simhash_pg.cli.options import json_flag, workers_option
 
 SIZES = {"1KB": 1024, "10KB": 10 * 1024}
 
@@ -294,19 +295,14 @@ def run(
     show_default=True,
     help="Passes per figure; the best is reported.",
 )
-@click.option(
-    "--workers",
-    type=click.IntRange(1),
-    default=None,
-    help="Processes for the bulk figure. Default: all cores.",
-)
+@workers_option("Processes for the bulk figure. Default: all cores.")
 @click.option(
     "--eval-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Where the eval corpus lives (default ../shared/eval beside the checkout).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Also print the raw timings as JSON.")
+@json_flag("Also print the raw timings as JSON.")
 def command(
     docs: int, repeat: int, workers: int | None, eval_dir: Path | None, as_json: bool
 ) -> None:

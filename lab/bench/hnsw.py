@@ -432,7 +432,7 @@ def load_documents(dsn: str, fps: U64, *,
     """
     import psycopg
 
-    from simhash_pg import migrate
+    from simhash_pg.db import migrate
 
     migrate.upgrade(dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:

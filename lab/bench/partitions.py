@@ -34,8 +34,9 @@ from psycopg.conninfo import make_conninfo
 from lab.bench._scratch import scratch_dsn
 from lab.bench.store import make_data, queries_for
 from lab.bench.timing import pct, timed_ms
-from simhash_pg import Doc, migrate
+from simhash_pg import Doc
 from simhash_pg.bits import to_signed_array
+from simhash_pg.db import migrate
 from simhash_pg.store import SimhashStore
 from simhash_pg.store.retention import purge
 

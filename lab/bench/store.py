@@ -23,9 +23,10 @@ from typing import Any
 import click
 import numpy as np
 
-from lab.bench._scratch import scratch_dsn
+from lab.bench._scratch import scratch_dsn, scratch_options
 from lab.bench.timing import pct, timed_ms
 from simhash_pg.bits import BLOCK_SHIFTS
+from simhash_pg.cli.options import k_option
 
 VARIANTS: dict[str, str] = {
     # name -> index definition for block i, j = i + 1 mod 4 (adjacent is the
@@ -195,7 +196,7 @@ def seq_scan_ms(conn: Any, qs: list[int], k: int) -> tuple[float, float]:
 @click.option("--n", "n", type=click.IntRange(1000), default=1_000_000, show_default=True,
               help="Rows to load.")
 @click.option("--queries", type=click.IntRange(100), default=1000, show_default=True)
-@click.option("--k", "k", type=click.IntRange(0, 64), default=3, show_default=True)
+@k_option(default=3)
 @click.option("--extra-k", default="6,10", show_default=True,
               help="Also measure near() at these k (comma-separated; empty for none).")
 @click.option("--index-variant", "variants", default="adjacent", show_default=True,
@@ -210,11 +211,7 @@ def seq_scan_ms(conn: Any, qs: list[int], k: int) -> tuple[float, float]:
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--explain/--no-explain", default=True, show_default=True,
               help="Print EXPLAIN (ANALYZE, BUFFERS) of simhash_near.")
-@click.option("--dsn", default=None,
-              help="Use this (scratch!) database instead of a throwaway server.")
-@click.option("--home", type=click.Path(file_okay=False), default=None,
-              help="Data directory for the throwaway server (default: a temp dir).")
-@click.option("--keep", is_flag=True, help="Keep the throwaway server and its data.")
+@scratch_options
 def command(n: int, queries: int, k: int, extra_k: str, variants: str, skew: bool,
             clients: int, add_rows: int, seed: int, explain: bool, dsn: str | None,
             home: str | None, keep: bool) -> None:
@@ -233,9 +230,9 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
          clients: int, add_rows: int, seed: int, explain: bool) -> None:
     import psycopg
 
-    from simhash_pg import migrate
     from simhash_pg.bits import to_signed
-    from simhash_pg.server import memory_status
+    from simhash_pg.db import migrate
+    from simhash_pg.db.server import memory_status
     from simhash_pg.store import SimhashStore
 
     echo = click.echo

@@ -43,7 +43,7 @@ from typing import Any
 import click
 import numpy as np
 
-from lab.bench._scratch import scratch_dsn
+from lab.bench._scratch import scratch_dsn, scratch_options
 from lab.bench.timing import pct
 
 # Fingerprints already stored, for the stream's near-duplicates: set before
@@ -208,11 +208,7 @@ def measure(dsn: str, path: str, clients: int, seconds: float, batch: int,
 @click.option("--dup-rate", type=click.FloatRange(0, 1), default=0.1, show_default=True,
               help="Share of the stream that near-duplicates a stored document.")
 @click.option("--seed", type=int, default=1, show_default=True)
-@click.option("--dsn", default=None,
-              help="Benchmark this database instead of a throwaway server (it is EMPTIED).")
-@click.option("--home", type=click.Path(file_okay=False), default=None,
-              help="Data directory for the throwaway server (default: a temp dir).")
-@click.option("--keep", is_flag=True, help="Keep the throwaway server and its data.")
+@scratch_options
 def command(n: int, clients: str, seconds: float, batch: int, dup_rate: float, seed: int,
             dsn: str | None, home: str | None, keep: bool) -> None:
     """Streaming dedup adds/s and latency, with the pigeonhole locks on and off."""
@@ -222,7 +218,7 @@ def command(n: int, clients: str, seconds: float, batch: int, dup_rate: float, s
         raise click.BadParameter(str(exc), param_hint="--clients") from exc
     if not counts or min(counts) < 1:
         raise click.BadParameter("give client counts >= 1, e.g. 1,2,4", param_hint="--clients")
-    from simhash_pg.server import sized_settings
+    from simhash_pg.db.server import sized_settings
 
     settings = sized_settings()
     # every client's add_many batch holds up to 4 x batch locks until it
@@ -240,7 +236,7 @@ def _run(dsn: str, n: int, counts: list[int], seconds: float, batch: int, dup_ra
     import psycopg
 
     from lab.bench.store import make_data
-    from simhash_pg import migrate
+    from simhash_pg.db import migrate
     from simhash_pg.store import SimhashStore
 
     echo = click.echo

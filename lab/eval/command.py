@@ -10,6 +10,8 @@ import click
 
 from lab.eval.render import markdown, render
 from lab.eval.run import EVAL_DB, MAIN_KS, build_report
+from simhash_pg.cli.options import dsn_option, k_option, workers_option
+from simhash_pg.verify import VERIFY_MODES
 
 
 @click.command("eval")
@@ -20,13 +22,8 @@ from lab.eval.run import EVAL_DB, MAIN_KS, build_report
     help="Folder with pairs.jsonl / pairs_short.jsonl and the texts "
     "(default: shared/eval beside the repository, when present).",
 )
-@click.option(
-    "--k",
-    "ks",
-    type=click.IntRange(0, 64),
-    multiple=True,
-    help="k under test for the main rows (repeatable; default 3 and 9).",
-)
+@k_option("k under test for the main rows (repeatable; default 3 and 9).", name="ks",
+          multiple=True)
 @click.option(
     "--scheme",
     "schemes",
@@ -46,12 +43,9 @@ from lab.eval.run import EVAL_DB, MAIN_KS, build_report
     show_default=True,
     help="Decide through a real store (add_many, near_many) or from the fingerprints alone (fast).",
 )
-@click.option(
-    "--dsn",
-    envvar="SIMHASH_PG_DSN",
-    default=None,
-    help="A dedicated, empty database for the eval store (default: a fresh "
-    f"{EVAL_DB} database on the embedded server).",
+@dsn_option(
+    "A dedicated, empty database for the eval store (default: a fresh "
+    f"{EVAL_DB} database on the embedded server)."
 )
 @click.option(
     "--json",
@@ -67,12 +61,7 @@ from lab.eval.run import EVAL_DB, MAIN_KS, build_report
     help="Use a stratified random sample of this many pairs per set.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
-@click.option(
-    "--workers",
-    type=click.IntRange(1, None),
-    default=None,
-    help="Fingerprinting processes (default: automatic).",
-)
+@workers_option("Fingerprinting processes (default: automatic).")
 @click.option(
     "--markdown",
     "md_out",
@@ -83,7 +72,7 @@ from lab.eval.run import EVAL_DB, MAIN_KS, build_report
 @click.option(
     "--store-verify",
     "store_verify",
-    type=click.Choice(["off", "short", "all"]),
+    type=click.Choice(VERIFY_MODES),
     multiple=True,
     help="Verify modes to measure through SimhashStore.near_many (repeatable; "
     "default: short and all; --store only).",

@@ -65,7 +65,7 @@ def build_report(
     # display name -> (verify mode, k, per set: which pairs the store matched)
     store_verified: dict[str, tuple[str, int, list[Any]]] = {}
     if store:
-        from simhash_pg.commands._common import fresh_database
+        from simhash_pg.cli.common import fresh_database
         from simhash_pg.store import SimhashStore
 
         k_max = max(r.max_k for r in rules)

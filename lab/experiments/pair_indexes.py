@@ -33,8 +33,8 @@ import psycopg
 from lab.bench._scratch import scratch_dsn
 from lab.bench.store import make_data, queries_for
 from lab.bench.timing import pct
-from simhash_pg import migrate
 from simhash_pg.bits import to_signed
+from simhash_pg.db import migrate
 from simhash_pg.store import SimhashStore
 
 NEW_IDX = ("CREATE INDEX {t}_b{i}_pidx ON {t} (b{i}, b{j}, fingerprint)"

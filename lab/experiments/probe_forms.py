@@ -33,7 +33,7 @@ import psycopg
 from lab.bench.store import make_data, queries_for
 from lab.bench.timing import pct
 from simhash_pg.bits import to_signed
-from simhash_pg.resources import read_sql
+from simhash_pg.db.resources import read_sql
 
 
 def install_0005(conn: psycopg.Connection) -> None:
@@ -65,7 +65,7 @@ def main() -> None:
         run(args.dsn, None, args)
         return
     from lab.bench._scratch import scratch_dsn
-    from simhash_pg import migrate
+    from simhash_pg.db import migrate
     from simhash_pg.store import SimhashStore
 
     with scratch_dsn(None, home=args.home, keep=bool(args.home)) as dsn:

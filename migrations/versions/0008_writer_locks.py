@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from simhash_pg.resources import run_sql
+from simhash_pg.db.resources import run_sql
 
 revision: str = "0008"
 down_revision: str | None = "0007"
@@ -17,7 +17,7 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 # What downgrade() destroys, for `simhash-pg db downgrade` to ask about
-# (simhash_pg.migrate.downgrade_losses); None: nothing a re-upgrade does not rebuild.
+# (simhash_pg.db.migrate.downgrade_losses); None: nothing a re-upgrade does not rebuild.
 downgrade_drops: str | None = None
 
 

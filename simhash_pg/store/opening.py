@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 import psycopg
 from psycopg.types.json import Jsonb
 
-from simhash_pg import migrate
+from simhash_pg.db import migrate
 from simhash_pg.store.results import (
     SchemaVersionError,
     SchemeMismatchError,
@@ -124,7 +124,7 @@ def resolve_dsn(dsn: str | None, engine: Any) -> str:
     env = os.environ.get("SIMHASH_PG_DSN")
     if env:
         return migrate.libpq_dsn(env)
-    from simhash_pg.server import get_default_server
+    from simhash_pg.db.server import get_default_server
 
     return get_default_server().start()
 

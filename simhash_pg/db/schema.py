@@ -1,14 +1,14 @@
 """The tables, as SQLAlchemy 2 Core: the model ``alembic check`` compares with.
 
-The DDL the migrations run lives in ``sql/0001_schema.sql``,
-``sql/0003_verification.sql``, ``sql/0004_pair_indexes.sql``,
-``sql/0005_partitions.sql`` and ``sql/0006_probe_forms.sql``; these
-definitions must describe the same tables (a test runs ``alembic check``).
+The DDL lives in the numbered ``sql/`` files that the revisions in
+``migrations/versions/`` run, each naming its own; these definitions must
+describe the same tables (a test runs ``alembic check``).
 Since revision 0005 simhash_documents is partitioned by range of created_at;
 its partitions (simhash_documents_p<day>, _legacy, _default) are made and
 dropped by SQL functions and are not modelled (migrations/env.py leaves them
 out of the comparison).
-The SQL functions are not modelled here: alembic does not know functions.
+The SQL functions are not modelled here: alembic does not know functions;
+today's definitions are in ``sql/current/``.
 """
 
 from __future__ import annotations

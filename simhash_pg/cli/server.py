@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from simhash_pg.server import DEFAULT_DBNAME
+from simhash_pg.db.server import DEFAULT_DBNAME
 
 
 @click.group("server")
@@ -18,7 +18,7 @@ def server() -> None:
 @server.command("start")
 def start() -> None:
     """Start the server (or find it running) and print its URL."""
-    from simhash_pg.server import ServerError, get_default_server
+    from simhash_pg.db.server import ServerError, get_default_server
 
     try:
         click.echo(get_default_server().start())
@@ -29,7 +29,7 @@ def start() -> None:
 @server.command("stop")
 def stop() -> None:
     """Stop the server; its data stays for the next start."""
-    from simhash_pg.server import ServerError, get_default_server
+    from simhash_pg.db.server import ServerError, get_default_server
 
     try:
         stopped = get_default_server().stop()
@@ -41,7 +41,7 @@ def stop() -> None:
 @server.command("status")
 def status() -> None:
     """Say whether the server runs, where its data is, and its URL. Exit 1 if stopped."""
-    from simhash_pg.server import get_default_server
+    from simhash_pg.db.server import get_default_server
 
     srv = get_default_server()
     running = srv.is_running()
@@ -49,7 +49,7 @@ def status() -> None:
     if running:
         import psycopg
 
-        from simhash_pg.server import memory_status
+        from simhash_pg.db.server import memory_status
 
         click.echo(srv.dsn(DEFAULT_DBNAME))
         with psycopg.connect(srv.dsn("postgres"), autocommit=True) as conn:
@@ -61,7 +61,7 @@ def status() -> None:
 @click.option("--dbname", default=DEFAULT_DBNAME, show_default=True)
 def url(dbname: str) -> None:
     """Print the URL of the store database, starting the server if needed."""
-    from simhash_pg.server import ServerError, get_default_server
+    from simhash_pg.db.server import ServerError, get_default_server
 
     try:
         click.echo(get_default_server().start(dbname=dbname))

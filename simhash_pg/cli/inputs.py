@@ -1,4 +1,4 @@
-"""Reading documents for ``simhash-pg dedup`` and ``add``.
+"""Reading documents for ``simhash-pg dedup`` and ``fingerprint`` (only the commands read files).
 
 Every input yields, in order, either a :class:`Record` or a :class:`BadRecord`
 naming ``file:line`` and the problem, so one malformed line never stops a

@@ -25,17 +25,10 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 import psycopg
 
-from simhash_pg.commands._common import (
-    EXIT_OK,
-    EXIT_SKIPPED,
-    EXIT_STOPPED,
-    StopRequested,
-    StopSignals,
-    fail,
-    open_store,
-    store_options,
-)
-from simhash_pg.inputs import FORMATS, BadRecord, InputError, Record, read_inputs
+from simhash_pg.cli.common import EXIT_OK, EXIT_SKIPPED, EXIT_STOPPED, fail, open_store
+from simhash_pg.cli.inputs import BadRecord, InputError, Record, read_inputs
+from simhash_pg.cli.options import SchemeSpec, input_options, store_options, workers_option
+from simhash_pg.cli.signals import StopRequested, StopSignals
 from simhash_pg.text.normalize import fix_surrogates
 from simhash_pg.textrules import check_key
 
@@ -224,19 +217,14 @@ def run_dedup(
 @click.command("dedup")
 @click.argument("inputs", nargs=-1, required=True)
 @store_options
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
-              help="Input format (default: from the file name; stdin: lines, or jsonl "
-                   "when it starts with '{').")
-@click.option("--text-field", default="text", show_default=True,
-              help="JSONL/CSV field holding the text.")
+@input_options
 @click.option("--key-field", default=None,
               help="JSONL/CSV field holding the key (default: key, id or url, else file:line).")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True),
               help="Write the unique documents here (.jsonl, .csv, .tsv or .txt).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True),
               help="Write the duplicates report here (.jsonl, .csv or .tsv).")
-@click.option("--workers", type=click.IntRange(1, 256), default=None,
-              help="Fingerprinting processes (default: all cores).")
+@workers_option("Fingerprinting processes (default: all cores).")
 @click.option("--batch-size", type=click.IntRange(1, 1_000_000), default=2000,
               show_default=True, help="Documents per committed batch.")
 @click.option("--link", is_flag=True,
@@ -244,7 +232,7 @@ def run_dedup(
                    "and store only the first).")
 @click.option("--strict", is_flag=True, help="Stop at the first bad record instead of skipping.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary.")
-def command(inputs: tuple[str, ...], dsn: str | None, scheme: str | None, k: int | None,
+def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int | None,
             verify: str | None, fmt: str | None, text_field: str, key_field: str | None,
             out_path: str | None, report_path: str | None, workers: int | None,
             batch_size: int, link: bool, strict: bool, quiet: bool) -> None:

@@ -7,19 +7,13 @@ from typing import cast
 
 import click
 
-_DSN = click.option(
-    "--dsn",
-    envvar="SIMHASH_PG_DSN",
-    show_envvar=True,
-    default=None,
-    help="PostgreSQL connection string. Default: the embedded server's database.",
-)
+from simhash_pg.cli.options import dsn_option
 
 
 def _dsn(dsn: str | None) -> str:
     if dsn:
         return dsn
-    from simhash_pg.server import ServerError, get_default_server
+    from simhash_pg.db.server import ServerError, get_default_server
 
     try:
         return get_default_server().start()
@@ -46,10 +40,10 @@ def db() -> None:
 
 @db.command("upgrade")
 @click.argument("revision", default="head")
-@_DSN
+@dsn_option()
 def upgrade(revision: str, dsn: str | None) -> None:
     """Upgrade the schema to REVISION (default: head); creates it in an empty database."""
-    from simhash_pg import migrate
+    from simhash_pg.db import migrate
 
     target = _dsn(dsn)
     _run("upgrade", migrate.upgrade, target, revision)
@@ -58,7 +52,7 @@ def upgrade(revision: str, dsn: str | None) -> None:
 
 @db.command("downgrade")
 @click.argument("revision", default="base")
-@_DSN
+@dsn_option()
 @click.option("--yes", is_flag=True,
               help="Do not ask before destroying data; needed when stdin is not a terminal.")
 def downgrade(revision: str, dsn: str | None, yes: bool) -> None:
@@ -68,7 +62,7 @@ def downgrade(revision: str, dsn: str | None, yes: bool) -> None:
     tables at base; docs/operations.md lists each revision's) says what and
     asks first.
     """
-    from simhash_pg import migrate
+    from simhash_pg.db import migrate
 
     target = _dsn(dsn)
     losses = cast("list[tuple[str, str]]",
@@ -86,10 +80,10 @@ def downgrade(revision: str, dsn: str | None, yes: bool) -> None:
 
 
 @db.command("current")
-@_DSN
+@dsn_option()
 def current(dsn: str | None) -> None:
     """Print the schema revision of the database (none for an empty one)."""
-    from simhash_pg import migrate
+    from simhash_pg.db import migrate
 
     rev = _run("reading the revision", migrate.current, _dsn(dsn))
     click.echo(rev or "none")
@@ -99,10 +93,10 @@ def current(dsn: str | None) -> None:
 
 
 @db.command("check")
-@_DSN
+@dsn_option()
 def check(dsn: str | None) -> None:
     """Fail if the database's tables differ from the package's models (alembic check)."""
-    from simhash_pg import migrate
+    from simhash_pg.db import migrate
 
     _run("check", migrate.check, _dsn(dsn))
     click.echo("no differences")

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from simhash_pg.commands._common import fail, fresh_database, parse_scheme
-from simhash_pg.commands.dedup import Summary, run_dedup
-from simhash_pg.inputs import Record
+from simhash_pg.cli.common import fail, fresh_database
+from simhash_pg.cli.dedup import Summary, run_dedup
+from simhash_pg.cli.inputs import Record
+from simhash_pg.cli.options import SchemeSpec, dsn_option, k_option, scheme_option
 
 if TYPE_CHECKING:
     from simhash_pg.store import AddResult
@@ -101,15 +102,13 @@ def _score(summary: Summary) -> tuple[int, int]:
 
 
 @click.command("demo")
-@click.option("--dsn", default=None,
-              help="Load into this database instead of a fresh simhash_demo on the embedded "
-                   "server.")
-@click.option("--k", "k", type=click.IntRange(0, 64), default=3, show_default=True,
-              help="Hamming distance that counts as a near-duplicate.")
-@click.option("--scheme", default=None, help="Fingerprint scheme (default: auto).")
+@dsn_option(f"Load into this database instead of a fresh {DEMO_DB} on the embedded server.",
+            from_env=False)
+@k_option(default=3)
+@scheme_option("Fingerprint scheme (default: auto).")
 @click.option("--groups", type=click.IntRange(0, 20), default=3, show_default=True,
               help="How many duplicate pairs to show side by side.")
-def command(dsn: str | None, k: int, scheme: str | None, groups: int) -> None:
+def command(dsn: str | None, k: int, scheme: SchemeSpec, groups: int) -> None:
     """Dedupe the bundled sample corpus and show what was found."""
     from simhash_pg.data import iter_sample
     from simhash_pg.store import SimhashStore
@@ -117,7 +116,7 @@ def command(dsn: str | None, k: int, scheme: str | None, groups: int) -> None:
     rows = list(iter_sample())
     try:
         target = dsn or fresh_database(DEMO_DB)
-        store = SimhashStore(target, scheme=parse_scheme(scheme), k=k)
+        store = SimhashStore(target, scheme=scheme, k=k)
     except Exception as exc:
         fail(f"cannot open the demo database: {exc}")
     with store:

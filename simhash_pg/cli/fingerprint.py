@@ -16,6 +16,14 @@ from typing import Any
 
 import click
 
+from simhash_pg.cli.options import (
+    SchemeSpec,
+    input_options,
+    json_flag,
+    scheme_option,
+    workers_option,
+)
+
 
 @click.command("fingerprint")
 @click.argument("texts", nargs=-1)
@@ -28,22 +36,8 @@ import click
     help="Read documents from a file, a directory or - (stdin); repeatable. "
     "Formats as for dedup: .jsonl, .csv, .tsv, else one document per line.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["jsonl", "csv", "tsv", "lines"]),
-    default=None,
-    help="Input format, when the file name does not say.",
-)
-@click.option(
-    "--text-field", default="text", show_default=True, help="JSON/CSV field holding the text."
-)
-@click.option(
-    "--scheme",
-    default=None,
-    help="Fingerprint scheme: auto (default), zh-tfidf, words, chars, with "
-    "parameters (chars:n=4) or as a JSON dict.",
-)
+@input_options
+@scheme_option()
 @click.option(
     "--explain",
     type=click.IntRange(0),
@@ -51,37 +45,28 @@ import click
     metavar="N",
     help="Also show each document's N heaviest features.",
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="One JSON object per document: fingerprint (unsigned), hex, bigint "
-    "(the signed value PostgreSQL stores), blocks.",
+@json_flag(
+    "One JSON object per document: fingerprint (unsigned), hex, bigint "
+    "(the signed value PostgreSQL stores), blocks."
 )
-@click.option(
-    "--workers",
-    type=click.IntRange(1),
-    default=None,
-    help="Processes for big inputs (default: all cores when it pays).",
-)
+@workers_option("Processes for big inputs (default: all cores when it pays).")
 def command(
     texts: tuple[str, ...],
     inputs: tuple[str, ...],
     fmt: str | None,
     text_field: str,
-    scheme: str | None,
+    scheme: SchemeSpec,
     explain: int,
     as_json: bool,
     workers: int | None,
 ) -> None:
     """Print the 64-bit SimHash fingerprint of each text (no database needed)."""
     from simhash_pg.bits import blocks, hamming, to_signed
-    from simhash_pg.inputs import BadRecord, InputError, read_inputs
+    from simhash_pg.cli.inputs import BadRecord, InputError, read_inputs
     from simhash_pg.text.simhash import Fingerprinter, NoFeaturesError
 
     try:
-        spec: Any = json.loads(scheme) if scheme and scheme.strip().startswith("{") else scheme
-        fp = Fingerprinter(spec)
+        fp = Fingerprinter(scheme)
     except (ValueError, TypeError) as exc:
         raise click.BadParameter(str(exc), param_hint="--scheme") from exc
     if not texts and not inputs:

@@ -15,7 +15,10 @@ from datetime import timedelta
 
 import click
 
-from simhash_pg.commands._common import StopSignals, fail, open_store
+from simhash_pg.cli.common import fail, open_store
+from simhash_pg.cli.options import dsn_option, json_flag
+from simhash_pg.cli.signals import StopSignals
+from simhash_pg.store.retention import DEFAULT_PURGE_BATCH
 
 
 def _age(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
@@ -30,14 +33,14 @@ def _age(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
 @click.command("purge")
 @click.option("--older-than", "older_than", required=True, callback=_age,
               help="Remove documents created longer ago than this: 2d, 36h, 90m, 1w.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=20_000, show_default=True,
+@click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULT_PURGE_BATCH,
+              show_default=True,
               help="Rows deleted per transaction.")
 @click.option("--max-seconds", type=click.FloatRange(min=0), default=None,
               help="Stop after the batch that crosses this time; the next run goes on.")
 @click.option("--dry-run", is_flag=True, help="Only count what would be deleted.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option("--dsn", envvar="SIMHASH_PG_DSN", default=None, show_envvar=True,
-              help="PostgreSQL connection string. Default: the embedded server.")
+@json_flag()
+@dsn_option()
 def command(older_than: timedelta, batch_size: int, max_seconds: float | None, dry_run: bool,
             as_json: bool, dsn: str | None) -> None:
     """Delete documents older than the retention window (e.g. --older-than 2d)."""

@@ -25,7 +25,7 @@ __all__ = [
 
 # The newest revision; the store compares it with alembic_version on open
 # without loading alembic (a test keeps it equal to the script head).
-HEAD = "0008"
+HEAD = "0009"
 
 # pg_advisory_xact_lock key: concurrent upgrades (several processes opening a
 # new store at once) run one after the other, the later ones as no-ops.
@@ -61,7 +61,7 @@ def libpq_dsn(url: str) -> str:
 def _config(stdout: Any = None) -> Any:
     from alembic.config import Config
 
-    from simhash_pg.resources import migrations_dir
+    from simhash_pg.db.resources import migrations_dir
 
     cfg = Config(stdout=stdout or io.StringIO())
     cfg.set_main_option("script_location", str(migrations_dir()))

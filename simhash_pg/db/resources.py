@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-_PKG = Path(__file__).resolve().parent
+# the simhash_pg package: the wheel puts _sql/ and _migrations/ there (pyproject.toml)
+_PKG = Path(__file__).resolve().parent.parent
 
 
 def _find(installed: str, checkout: str) -> Path:
@@ -25,6 +26,16 @@ def sql_dir() -> Path:
 
 def migrations_dir() -> Path:
     return _find("_migrations", "migrations")
+
+
+def current_sql_files() -> list[Path]:
+    """``sql/current/*.sql``, today's SQL functions, in the order they run: by name.
+
+    Each file calls only functions of its own or of files before it, so on a
+    database at head they can be run in this order (tests/test_sql_current.py).
+    The migrations never run them: they run the numbered files, frozen history.
+    """
+    return sorted((sql_dir() / "current").glob("*.sql"))
 
 
 def read_sql(name: str) -> str:

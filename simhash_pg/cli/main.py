@@ -17,16 +17,16 @@ import click
 # in the repository's lab/ package, which a wheel does not ship.
 _COMMANDS: dict[str, str] = {
     "bench": "lab.bench:bench",
-    "fingerprint": "simhash_pg.commands.fingerprint:command",
-    "dedup": "simhash_pg.commands.dedup:command",
+    "fingerprint": "simhash_pg.cli.fingerprint:command",
+    "dedup": "simhash_pg.cli.dedup:command",
     "eval": "lab.eval.command:command",
-    "demo": "simhash_pg.commands.demo:command",
-    "add": "simhash_pg.commands.store_cmds:add",
-    "near": "simhash_pg.commands.store_cmds:near",
-    "stats": "simhash_pg.commands.store_cmds:stats",
-    "db": "simhash_pg.commands.db:command",
-    "server": "simhash_pg.commands.server:command",
-    "purge": "simhash_pg.commands.purge:command",
+    "demo": "simhash_pg.cli.demo:command",
+    "add": "simhash_pg.cli.add:command",
+    "near": "simhash_pg.cli.near:command",
+    "stats": "simhash_pg.cli.stats:command",
+    "db": "simhash_pg.cli.db:command",
+    "server": "simhash_pg.cli.server:command",
+    "purge": "simhash_pg.cli.purge:command",
 }
 
 
@@ -79,6 +79,3 @@ def cli() -> None:
 def main() -> None:
     cli()
 
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,5 @@
+"""``python -m simhash_pg.cli``."""
+
+from simhash_pg.cli.main import main
+
+main()

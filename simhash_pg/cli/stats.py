@@ -1,0 +1,28 @@
+"""``simhash-pg stats``: rows, sizes and the scheme of the store."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from simhash_pg.cli.common import as_dict, echo_json, open_store
+from simhash_pg.cli.options import SchemeSpec, json_flag, store_options
+
+
+@click.command("stats")
+@json_flag("Print JSON.")
+@store_options
+def command(as_json: bool, dsn: str | None, scheme: SchemeSpec, k: int | None,
+            verify: str | None) -> None:
+    """Rows, sizes and the fingerprint scheme of the store."""
+    with open_store(dsn, scheme, k, verify) as store:
+        info = store.stats()
+    data = info if isinstance(info, dict) else as_dict(info)
+    if as_json:
+        echo_json(data)
+        return
+    for name, value in data.items():
+        if isinstance(value, dict):
+            value = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        click.echo(f"{name:>16}: {value}")

@@ -1,1 +1,0 @@
-"""Subcommands of the ``simhash-pg`` command line, one module each."""

@@ -1,0 +1,1 @@
+"""The database side: the local PostgreSQL server, the schema model, the migrations."""

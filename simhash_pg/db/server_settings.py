@@ -1,0 +1,90 @@
+"""postgresql.conf settings sized from the machine, and what the server got of them."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def _total_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover
+        return 4 << 30
+
+
+def sized_settings(memory: int | None = None, *, small: bool = False) -> dict[str, str]:
+    """postgresql.conf settings for this machine.
+
+    shared_buffers is 2/5 of RAM, capped at 16 GiB: near() reads a few pages
+    of the four block indexes (126 B/row, 6.3 GB at 50M rows), and a page that
+    must come back from the OS cache costs more than the rest of the query (at
+    50M rows, where the indexes, 6.0 GB, just exceed a 1/4-of-RAM pool here:
+    p50 0.36 ms with them resident against 1.26 ms with them all read from the
+    OS cache, right after a restart). Shared memory is only
+    committed as pages are used; the rest stays for the OS cache.
+    ``small`` is for throwaway test servers on a shared machine.
+    """
+    mem = memory or _total_memory()
+    mib = mem >> 20
+    if small:
+        shared, maint, wal, cache = 128, 64, 1024, 512
+    else:
+        shared = max(128, min(mib * 2 // 5, 16384))
+        maint = max(64, min(mib // 16, 2048))
+        wal = max(1024, min(mib // 4, 16384))
+        cache = max(512, mib * 3 // 4)
+    durability: dict[str, str] = {}
+    if not small:
+        # A per-user embedded store has no replicas to feed: minimal WAL lets
+        # COPY into a table truncated in the same transaction (bulk_load) and
+        # index builds skip WAL entirely. Crash safety is unchanged.
+        durability = {"wal_level": "minimal", "max_wal_senders": "0"}
+    return durability | {
+        "listen_addresses": "''",
+        "shared_buffers": f"{shared}MB",
+        "effective_cache_size": f"{cache}MB",
+        "maintenance_work_mem": f"{maint}MB",
+        "work_mem": "16MB",
+        "max_wal_size": f"{wal}MB",
+        # Random inserts into four block indexes write a full-page image for
+        # each page first touched after a checkpoint: space checkpoints out,
+        # and compress the images with lz4 (pglz costs ~3x the CPU).
+        "checkpoint_timeout": "30min",
+        "wal_compression": "lz4",
+        # near() is a handful of random index reads: SSD-like costs keep the
+        # planner on the block indexes.
+        "random_page_cost": "1.1",
+        "max_connections": "100",
+        # an add_many batch holds 4 pigeonhole locks per document until it
+        # commits (simhash_pg/store/locking.py): room for batches of the default size
+        "max_locks_per_transaction": "1024",
+        "logging_collector": "off",
+    }
+
+
+def memory_status(conn: Any) -> str:
+    """shared_buffers and whether the server got huge pages, for status and bench output.
+
+    With 4 kB pages every buffer a search reads at random is a TLB miss over
+    gigabytes of shared memory; with 2 MB huge pages k = 3 at 50M rows took
+    about 25% less time in the server (README, "Tuning"). PostgreSQL uses
+    them by default (huge_pages = try) when the kernel has them reserved,
+    which only the machine's administrator can do: this says how many.
+    """
+    # one round trip; missing_ok: huge_pages_status exists from PostgreSQL 17
+    shared, setting, got, need = conn.execute(
+        "SELECT current_setting('shared_buffers'), current_setting('huge_pages'),"
+        " current_setting('huge_pages_status', true),"
+        " current_setting('shared_memory_size_in_huge_pages', true)"
+    ).fetchone()
+    line = f"shared_buffers {shared}"
+    if got is None:
+        return line + f", huge_pages = {setting}"
+    line += f", huge pages {got}"
+    if got == "off" and setting == "off":
+        line += " (huge_pages = off in the server's settings)"
+    elif got == "off" and int(need or -1) > 0:  # -1: not supported here
+        line += (f" (reserving {need} would let the server use them: "
+                 f"sysctl -w vm.nr_hugepages={need}, then restart it)")
+    return line

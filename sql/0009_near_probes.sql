@@ -1,0 +1,249 @@
+-- simhash-pg revision 0009: search by explicit probe values (issue 14, item 2).
+-- Applied by migrations/versions/0009_near_probes.py; undone by
+-- sql/0009_near_probes_drop.sql.
+--
+-- The radius searches (simhash_near and friends) probe every block value
+-- within floor(k/4) bits of the query's: 137 values per block at k = 11.
+-- Margin-ranked probing (simhash_pg/probes.py) chooses instead, per block,
+-- the few values a near-duplicate's block most likely has: those reached by
+-- flipping the query's least stable bits. These functions take those values
+-- from the caller, explicitly, and return every stored row with
+--
+--     b_i = ANY (p_i) for some block i   AND   hamming(fingerprint, fp) <= cap
+--
+-- deduplicated, nearest first, ties by id. They are exact for what they
+-- promise, whatever the values (a value may repeat; NULL values match
+-- nothing, so a batch pads its ragged probe lists with NULL). Each branch is
+-- an index(-only) scan of block i's index (b_i, b_(i+1 mod 4), fingerprint)
+-- with the array as its key and the Hamming check inside; only the matches
+-- visit the table. The radius functions stay, for fingerprint queries and
+-- analysts.
+--
+-- Cost: one index descent per probe value, and the ~N / 65536 rows under
+-- each value Hamming-checked inside the index. Measured at 1M rows, p50 of
+-- one call from Python (lab/bench/near_probes.py: interleaved per query, 2
+-- shared cores), T = 11 values per block and cap 13 against the radius
+-- searches: PostgreSQL 18 0.63 ms, simhash_near(fp, 3) 0.34 ms,
+-- simhash_near(fp, 11) 2.71 ms, the batch form 0.38 ms per query (100 a
+-- call); PostgreSQL 15 0.64, 0.75, 3.00 and 0.33 ms.
+--
+--   simhash_near_probes(fp, p0, p1, p2, p3, cap)       one query
+--   simhash_near_probes_many(fps, probes, caps)        a batch, one round trip
+--   simhash_near_probes_candidates(fps, probes, caps, sigs)
+--                                                      a batch, with what the
+--       store's verification reads (meta, verify_text, sentence_sig, and
+--       whether the row's verification data was lost, see
+--       sql/0003_verification.sql), plus the rows whose sentence signature
+--       equals the query's, whatever their distance: the two look-ups of
+--       simhash_pg/_verified.py in one call.
+--
+-- A batch's probes are one smallint[] of three dimensions, [query][block][value]:
+-- probes[q][i + 1] holds block i's values for query q (the 1-based position
+-- in fps), NULL-padded to the longest list. caps[q] is query q's cap.
+
+-- The batches' argument checks (a plpgsql helper: the checks read arrays,
+-- and their messages name what is wrong).
+CREATE FUNCTION simhash_check_probes(
+    fps bigint[], probes smallint[], caps integer[], sigs bigint[] DEFAULT NULL
+) RETURNS integer
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+    IF fps IS NULL OR probes IS NULL OR caps IS NULL THEN
+        RAISE EXCEPTION 'simhash: fingerprints, probes and caps must not be NULL (got %, %, %)',
+            coalesce(cardinality(fps)::text || ' fingerprints', 'NULL'),
+            coalesce(cardinality(probes)::text || ' probe values', 'NULL'),
+            coalesce(cardinality(caps)::text || ' caps', 'NULL')
+            USING ERRCODE = '22004';  -- null_value_not_allowed
+    END IF;
+    IF array_position(fps, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'simhash: fingerprint % is NULL', array_position(fps, NULL)
+            USING ERRCODE = '22004';
+    END IF;
+    IF cardinality(fps) = 0 THEN
+        RETURN 0;
+    END IF;
+    IF array_ndims(probes) IS DISTINCT FROM 3 OR array_length(probes, 2) <> 4
+       OR array_length(probes, 1) <> cardinality(fps) THEN
+        RAISE EXCEPTION 'simhash: probes must be a smallint[] [query][block][value] of '
+            '% x 4 x n (4 blocks per fingerprint), got %', cardinality(fps),
+            coalesce(array_dims(probes), 'an empty array')
+            USING ERRCODE = '22023',  -- invalid_parameter_value
+                  HINT = 'one row of 4 blocks per fingerprint; pad short lists with NULL';
+    END IF;
+    IF array_lower(probes, 1) <> 1 OR array_lower(probes, 2) <> 1
+       OR array_lower(fps, 1) <> 1 OR array_lower(caps, 1) <> 1 THEN
+        RAISE EXCEPTION 'simhash: arrays must start at subscript 1, got fps %, probes %, caps %',
+            array_dims(fps), array_dims(probes), array_dims(caps) USING ERRCODE = '22023';
+    END IF;
+    IF cardinality(caps) <> cardinality(fps) OR array_ndims(caps) <> 1 THEN
+        RAISE EXCEPTION 'simhash: one cap per fingerprint: % fingerprint(s), caps %',
+            cardinality(fps), array_dims(caps) USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(caps) AS c WHERE c IS NULL OR c < 0 OR c > 64) THEN
+        RAISE EXCEPTION 'simhash: cap must be between 0 and 64 (a 64-bit fingerprint), got %',
+            (SELECT coalesce(c::text, 'NULL') FROM unnest(caps) AS c
+             WHERE c IS NULL OR c < 0 OR c > 64 LIMIT 1)
+            USING ERRCODE = '22023';
+    END IF;
+    IF sigs IS NOT NULL AND (cardinality(sigs) <> cardinality(fps) OR array_ndims(sigs) <> 1
+                             OR array_lower(sigs, 1) <> 1) THEN
+        RAISE EXCEPTION 'simhash: one signature (or NULL) per fingerprint: % fingerprint(s), '
+            'signatures %', cardinality(fps), array_dims(sigs) USING ERRCODE = '22023';
+    END IF;
+    RETURN cardinality(fps);
+END
+$$;
+
+-- One query: the rows within cap that share a probed value in some block.
+CREATE FUNCTION simhash_near_probes(
+    fp bigint, p0 smallint[], p1 smallint[], p2 smallint[], p3 smallint[], cap integer
+)
+RETURNS TABLE (id bigint, key text, distance integer)
+LANGUAGE plpgsql STABLE PARALLEL SAFE ROWS 10
+-- generic plans, always: one static query, planned once per session (as
+-- simhash_near, sql/0001_functions.sql)
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF fp IS NULL THEN
+        RAISE EXCEPTION 'simhash: the fingerprint must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF p0 IS NULL OR p1 IS NULL OR p2 IS NULL OR p3 IS NULL THEN
+        RAISE EXCEPTION 'simhash: the probe values of block % must not be NULL',
+            CASE WHEN p0 IS NULL THEN 0 WHEN p1 IS NULL THEN 1 WHEN p2 IS NULL THEN 2 ELSE 3 END
+            USING ERRCODE = '22004', HINT = 'an empty array probes no value of its block';
+    END IF;
+    IF cap IS NULL OR cap < 0 OR cap > 64 THEN
+        RAISE EXCEPTION 'simhash: cap must be between 0 and 64 (a 64-bit fingerprint), got %',
+            coalesce(cap::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
+    SELECT d.id, d.key, simhash_hamming(d.fingerprint, fp)
+    FROM (
+        SELECT c.fingerprint FROM simhash_documents c
+        WHERE c.b0 = ANY (p0) AND simhash_hamming(c.fingerprint, fp) <= cap
+        UNION
+        SELECT c.fingerprint FROM simhash_documents c
+        WHERE c.b1 = ANY (p1) AND simhash_hamming(c.fingerprint, fp) <= cap
+        UNION
+        SELECT c.fingerprint FROM simhash_documents c
+        WHERE c.b2 = ANY (p2) AND simhash_hamming(c.fingerprint, fp) <= cap
+        UNION
+        SELECT c.fingerprint FROM simhash_documents c
+        WHERE c.b3 = ANY (p3) AND simhash_hamming(c.fingerprint, fp) <= cap
+    ) AS f
+    JOIN simhash_documents d
+      ON d.b0 = simhash_block(f.fingerprint, 0) AND d.b1 = simhash_block(f.fingerprint, 1)
+     AND d.fingerprint = f.fingerprint
+    ORDER BY 3, 1;
+END
+$$;
+
+-- The matching fingerprints of a batch, (query, fingerprint), without
+-- checks: the one place the batch forms below probe. LANGUAGE sql, so that
+-- it is inlined into their queries.
+CREATE FUNCTION simhash_probe_matches(fps bigint[], probes smallint[], caps integer[])
+RETURNS TABLE (query integer, fingerprint bigint)
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
+    WITH q AS MATERIALIZED (
+        SELECT x.ord::integer AS ord, x.fp, caps[x.ord] AS cap,
+               probes[x.ord:x.ord][1:1] AS p0, probes[x.ord:x.ord][2:2] AS p1,
+               probes[x.ord:x.ord][3:3] AS p2, probes[x.ord:x.ord][4:4] AS p3
+        FROM unnest(fps) WITH ORDINALITY AS x (fp, ord)
+    )
+    SELECT q.ord, c.fingerprint
+    FROM q JOIN simhash_documents c
+      ON c.b0 = ANY (q.p0) AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
+    UNION
+    SELECT q.ord, c.fingerprint
+    FROM q JOIN simhash_documents c
+      ON c.b1 = ANY (q.p1) AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
+    UNION
+    SELECT q.ord, c.fingerprint
+    FROM q JOIN simhash_documents c
+      ON c.b2 = ANY (q.p2) AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
+    UNION
+    SELECT q.ord, c.fingerprint
+    FROM q JOIN simhash_documents c
+      ON c.b3 = ANY (q.p3) AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
+$$;
+
+-- Many queries in one round trip: query is the 1-based position in fps.
+CREATE FUNCTION simhash_near_probes_many(fps bigint[], probes smallint[], caps integer[])
+RETURNS TABLE (query integer, id bigint, key text, distance integer)
+LANGUAGE plpgsql STABLE PARALLEL SAFE ROWS 100
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF simhash_check_probes(fps, probes, caps) = 0 THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT m.query, d.id, d.key, simhash_hamming(d.fingerprint, fps[m.query])
+    FROM simhash_probe_matches(fps, probes, caps) AS m
+    JOIN simhash_documents d
+      ON d.b0 = simhash_block(m.fingerprint, 0) AND d.b1 = simhash_block(m.fingerprint, 1)
+     AND d.fingerprint = m.fingerprint
+    ORDER BY 1, 4, 2;
+END
+$$;
+
+-- The batch with what verification reads, and the signature matches: the
+-- rows of simhash_near_probes_many, then every row whose sentence_sig equals
+-- sigs[q] (sigs NULL or a NULL element: none), at any distance, each row
+-- once per query. text_lost: the row was stored before revision 0003 added
+-- the verification columns (simhash_meta's 'unverified_rows'), so it is
+-- judged by its fingerprint alone.
+CREATE FUNCTION simhash_near_probes_candidates(
+    fps bigint[], probes smallint[], caps integer[], sigs bigint[] DEFAULT NULL
+)
+RETURNS TABLE (query integer, id bigint, key text, distance integer, meta jsonb,
+               verify_text text, sentence_sig bigint, text_lost boolean)
+LANGUAGE plpgsql STABLE PARALLEL SAFE ROWS 100
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_lost_max bigint;
+    v_lost_until timestamptz;
+BEGIN
+    IF simhash_check_probes(fps, probes, caps, sigs) = 0 THEN
+        RETURN;
+    END IF;
+    SELECT (u.value->>'max_id')::bigint, (u.value->>'stored_until')::timestamptz
+    INTO v_lost_max, v_lost_until
+    FROM simhash_meta u WHERE u.name = 'unverified_rows';
+    RETURN QUERY
+    WITH near AS MATERIALIZED (
+        SELECT m.query, d.id, d.key, simhash_hamming(d.fingerprint, fps[m.query]) AS distance,
+               d.meta, d.verify_text, d.sentence_sig,
+               coalesce(d.verify_text IS NULL AND d.id <= v_lost_max
+                        AND d.created_at <= v_lost_until, false) AS text_lost
+        FROM simhash_probe_matches(fps, probes, caps) AS m
+        JOIN simhash_documents d
+          ON d.b0 = simhash_block(m.fingerprint, 0) AND d.b1 = simhash_block(m.fingerprint, 1)
+         AND d.fingerprint = m.fingerprint
+    )
+    SELECT * FROM near
+    UNION ALL
+    SELECT s.o::integer, d.id, d.key, simhash_hamming(d.fingerprint, s.fp), d.meta,
+           d.verify_text, d.sentence_sig,
+           coalesce(d.verify_text IS NULL AND d.id <= v_lost_max
+                    AND d.created_at <= v_lost_until, false)
+    FROM unnest(fps, sigs) WITH ORDINALITY AS s (fp, sig, o)
+    JOIN simhash_documents d ON d.sentence_sig = s.sig
+    WHERE sigs IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM near n WHERE n.query = s.o AND n.id = d.id)
+    ORDER BY 1, 4, 2;
+END
+$$;
+
+GRANT EXECUTE ON FUNCTION
+    simhash_check_probes(bigint[], smallint[], integer[], bigint[]),
+    simhash_near_probes(bigint, smallint[], smallint[], smallint[], smallint[], integer),
+    simhash_probe_matches(bigint[], smallint[], integer[]),
+    simhash_near_probes_many(bigint[], smallint[], integer[]),
+    simhash_near_probes_candidates(bigint[], smallint[], integer[], bigint[])
+TO simhash_reader;
