@@ -33,7 +33,12 @@ from simhash_pg.store.checks import parse_item
 from simhash_pg.store.pgcopy import copy_documents
 from simhash_pg.store.results import AddResult, OnDuplicate
 from simhash_pg.verify import VerifyPolicy, VText
-from simhash_pg.verify.candidates import Candidate, filter_candidates, lookup
+from simhash_pg.verify.candidates import (
+    Candidate,
+    filter_candidates,
+    lookup,
+    texts_and_vtexts,
+)
 
 __all__ = ["BatchOptions", "Prepared", "add_batch", "prepare"]
 
@@ -84,7 +89,7 @@ def prepare(batch: Sequence[Any], fingerprinter: Any, policy: VerifyPolicy,
     out = Prepared([], errors)
     fps: dict[int, int | None] = {}
     if at and policy.needs_text:
-        pairs = fingerprinter.fingerprint_many_also(texts, policy.prepare, workers)
+        pairs = texts_and_vtexts(fingerprinter, texts, policy, workers)
         for i, (fp, vt) in zip(at, pairs, strict=True):
             fps[i] = fp
             if vt is not None:
@@ -227,7 +232,12 @@ def _decide(p: Prepared, valid: list[int], signed: dict[int, int], verifying: bo
 
 def _in_batch(index: BatchIndex, fp: int, vt: VText, o: BatchOptions) -> Hit | None:
     """The nearest row stored earlier in this batch that the rule accepts: what add() finds."""
-    hits = index.within(fp, o.policy.radius(vt.text, o.k))
+    probed = o.policy.probe_budget(vt.text, o.k) is not None
+    if probed:  # the rows the database would return to the same query's probes
+        assert vt.probes is not None
+        hits = index.probed(fp, vt.probes, max(o.k, o.policy.probe_cap))
+    else:
+        hits = index.within(fp, o.policy.radius(vt.text, o.k))
     if vt.sig is not None and o.policy.signature:
         seen = {pos for pos, _ in hits}
         hits += [(pos, d) for pos, d in index.same_signature(fp, vt.sig) if pos not in seen]
@@ -236,6 +246,6 @@ def _in_batch(index: BatchIndex, fp: int, vt: VText, o: BatchOptions) -> Hit | N
         (Candidate(index.ids[pos], index.keys[pos], d, None, index.vtexts[pos],
                    vt.sig is not None and index.sigs[pos] == vt.sig)
          for pos, d in hits),
-        o.k, o.policy,
+        o.k, o.policy, probed=probed,
     )
     return (kept[0].distance, kept[0].id, kept[0].key) if kept else None

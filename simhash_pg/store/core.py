@@ -55,6 +55,7 @@ from simhash_pg.store.results import AddManyResult, AddResult, Doc, Document, Ma
 from simhash_pg.store.retention import DEFAULT_PURGE_BATCH
 from simhash_pg.store.stats import table_stats
 from simhash_pg.verify import VerifyMode, VerifyPolicy, VText
+from simhash_pg.verify.candidates import text_and_vtext
 
 if TYPE_CHECKING:
     from simhash_pg.store.retention import PurgeResult
@@ -159,7 +160,8 @@ class SimhashStore:
         self._fingerprinter: Fingerprinter | None = None
         # every question of the verify mode: verify? widen k? keep texts? signatures?
         self.policy = VerifyPolicy(verify or opened.recorded_verify,
-                                   recorded=opened.recorded_verify)
+                                   recorded=opened.recorded_verify,
+                                   probe_t=opened.probe_t, probe_cap=opened.probe_cap)
         self.verify: VerifyMode = self.policy.mode
 
     # -- properties and life cycle -----------------------------------------------
@@ -215,8 +217,7 @@ class SimhashStore:
         """A text's fingerprint and, if the policy needs it, its VText: one normalisation."""
         if not self.policy.needs_text:
             return self.fingerprinter.fingerprint(text), None
-        fp, norm = self.fingerprinter.fingerprint_with_norm(text)
-        return fp, self.policy.prepare(norm)
+        return text_and_vtext(self.fingerprinter, text, self.policy)
 
     # -- single documents ---------------------------------------------------------
     def add(
