@@ -69,6 +69,7 @@ class BatchOptions:
     lock: bool = True  # the near-duplicate locks (the keys' are always taken)
     pigeonhole: bool = True  # False: the store-wide lock instead (a benchmark's comparison)
     lock_timeout: float | None = None  # for the LockTimeoutError's message
+    probe_locks: bool = True  # False: probed texts lock their own blocks only (a test's proof)
 
 
 def prepare(batch: Sequence[Any], fingerprinter: Any, policy: VerifyPolicy,
@@ -122,16 +123,29 @@ def add_batch(conn: psycopg.Connection[Any], p: Prepared, o: BatchOptions) -> li
     valid = [p.items[i] for i in p.valid()]
     keys = [key for _, key, _ in valid if key is not None]
     radius = o.k
+    # probed texts lock their probe values and signatures (store/locking.py),
+    # the others their radius
+    probes: list[Any] = []
+    sigs: list[int] = []
     if o.policy.verifies and p.vtexts:
-        radius = max(radius, *(o.policy.radius(v.text, o.k) for v in p.vtexts.values()))
+        for v in p.vtexts.values():
+            if o.policy.probe_budget(v.text, o.k) is None:
+                radius = max(radius, o.policy.radius(v.text, o.k))
+            elif o.probe_locks:
+                probes.append(v.probes)
+                if v.sig is not None and o.policy.signature:
+                    sigs.append(v.sig)
     # lock=False (a benchmark's comparison) leaves out the near-duplicate
     # locks, never the keys'
     locked = o.dedup and o.lock
     fps = [fp for fp, _, _ in valid] if locked else []
+    if not locked:
+        probes, sigs = [], []
 
     def attempt() -> list[AddResult]:
         with conn.transaction():
-            locking.lock_batch(conn, fps, radius, keys, dedup=locked, pigeonhole=o.pigeonhole)
+            locking.lock_batch(conn, fps, radius, keys, dedup=locked, pigeonhole=o.pigeonhole,
+                               probes=probes, sigs=sigs)
             return _write(conn, p, o)
 
     return locking.retrying(conn, attempt, lock_timeout=o.lock_timeout)
