@@ -271,3 +271,141 @@ def test_concurrent_add_many_with_overlapping_keys_all_complete(
     assert len(inserted) == KEYED
     print(f"\n[dedup={dedup} batch={batch}] {PROCESSES} writers x {KEYED} keys in "
           f"{seconds:.1f} s, every writer completed")
+
+
+# -- texts under the default (verify="all"): probed adds, no store-wide lock ---
+
+TEXT_FAMILIES = 40
+TEXT_VARIANTS = 8  # the seed text and 7 edited copies
+_VOCAB = (
+    "market stocks oil rally falls rise bank rates city council vote school budget storm "
+    "warning river flood police report new plan train strike airport delay winter heat "
+    "record crowd museum opens bridge closed election result tax cut hospital nurses "
+    "minister said on tuesday after the talks that prices would keep climbing through "
+    "spring while unions warned of further action across the region and its ports"
+).split()
+
+
+def _edit(rnd: random.Random, words: list[str]) -> str:
+    w = list(words)
+    for _ in range(rnd.randint(1, 6)):
+        i = rnd.randrange(len(w))
+        op = rnd.choice(("drop", "add", "replace"))
+        if op == "drop":
+            del w[i]
+        elif op == "add":
+            w.insert(i, rnd.choice(_VOCAB))
+        else:
+            w[i] = rnd.choice(_VOCAB)
+    return ". ".join(" ".join(w[j : j + 10]).capitalize() for j in range(0, len(w), 10)) + "."
+
+
+def make_texts(seed: int = 7) -> list[list[str]]:
+    """Families of long texts: a seed text and copies with a few random word edits.
+
+    The copies kept share no block value with the seed but lie within the
+    probe cap: the pairs that only the probe locks make take turns (two
+    fingerprints that share a block share that block's lock anyway).
+    """
+    from simhash_pg.bits import blocks
+    from simhash_pg.text.simhash import Fingerprinter
+
+    rnd = random.Random(seed)
+    fpr = Fingerprinter()
+    families = []
+    for _ in range(TEXT_FAMILIES):
+        words = rnd.choices(_VOCAB, k=rnd.randint(60, 90))
+        family = [_edit(rnd, words)]
+        b0 = blocks(fpr.fingerprint(family[0]))
+        for _ in range(400):
+            if len(family) == TEXT_VARIANTS:
+                break
+            text = _edit(rnd, words)
+            fp = fpr.fingerprint(text)
+            if ((fp ^ fpr.fingerprint(family[0])).bit_count() <= 13
+                    and not any(x == y for x, y in zip(blocks(fp), b0, strict=True))):
+                family.append(text)
+        families.append(family)
+    return families
+
+
+def _text_worker(args: tuple[str, int, bool, Any]) -> int:
+    dsn, index, probe_locks, barrier = args
+    families = make_texts()
+    rnd = random.Random(2000 + index)
+    n = 0
+    with SimhashStore(dsn, _probe_locks=probe_locks) as store:
+        assert store.verify == "all"
+        for f, family in enumerate(families):
+            # every process at the same family at once, each in its own order
+            order = list(range(len(family)))
+            rnd.shuffle(order)
+            barrier.wait()
+            for v in order:
+                store.add(family[v], meta={"family": f, "variant": v})
+                n += 1
+    return n
+
+
+def _later_rows_finding_earlier(pg_dsn: str) -> list[tuple[int, int]]:
+    """(earlier id, later id) of stored pairs the later row's own near() finds."""
+    families = make_texts()
+    bad = []
+    with SimhashStore(pg_dsn) as store:
+        stored = store.connection.execute(
+            "SELECT id, (meta->>'family')::integer, (meta->>'variant')::integer"
+            " FROM simhash_documents ORDER BY id"
+        ).fetchall()
+        for id_, f, v in stored:
+            bad += [(m.id, id_) for m in store.near(families[f][v]) if m.id < id_]
+    return bad
+
+
+@pytest.mark.parametrize("probe_locks", [True, False])
+def test_concurrent_text_adds_store_no_duplicates_under_the_default(
+    pg: psycopg.Connection, pg_dsn: str, probe_locks: bool
+) -> None:
+    pg.execute("TRUNCATE simhash_documents RESTART IDENTITY")
+    SimhashStore(pg_dsn).close()  # recorded once, not raced by 8 openers
+    ctx = multiprocessing.get_context("fork")
+    start = time.perf_counter()
+    with ctx.Manager() as manager:
+        barrier = manager.Barrier(PROCESSES)
+        with ctx.Pool(PROCESSES) as procs:
+            done = procs.map(_text_worker,
+                             [(pg_dsn, i, probe_locks, barrier) for i in range(PROCESSES)])
+    seconds = time.perf_counter() - start
+    bad = _later_rows_finding_earlier(pg_dsn)
+    n = pg.execute("SELECT count(*) FROM simhash_documents").fetchone()
+    print(f"\n[probe_locks={probe_locks}] {sum(done)} text adds in {seconds:.1f} s, "
+          f"{n[0] if n else 0} rows stored, {len(bad)} duplicate pairs stored")
+    if probe_locks:
+        assert bad == []
+    else:
+        # own blocks alone do not serialise near-duplicates that share none
+        assert bad, "without the probe locks the load test should store duplicates"
+
+
+def test_probed_text_add_takes_no_store_wide_exclusive_lock(
+    pg: psycopg.Connection, pg_dsn: str
+) -> None:
+    from simhash_pg.store.locking import LOCK_BASE, STORE_LOCK, probe_lock_keys
+
+    text = make_texts()[0][0]
+    with SimhashStore(pg_dsn) as store:
+        fp, probes = store.fingerprinter.fingerprint_probes(text, store.policy.probe_t or 1)
+        conn = store.connection
+        with conn.transaction(force_rollback=True):  # the add's locks held until here
+            store.add(text, dedup=True)
+            pid = conn.info.backend_pid
+            held = pg.execute(
+                "SELECT classid::bigint, objid::bigint, mode FROM pg_locks"
+                " WHERE locktype = 'advisory' AND pid = %s", [pid]
+            ).fetchall()
+    store_locks = [m for c, o, m in held if c == STORE_LOCK and o == 0]
+    assert store_locks == ["ShareLock"]
+    blocks = {(c, o) for c, o, m in held if LOCK_BASE <= c < LOCK_BASE + 4}
+    k1, k2 = probe_lock_keys([fp], [probes])
+    # advisory objid is the key2 int4 as an unsigned oid
+    assert blocks == {(a, b & 0xFFFFFFFF) for a, b in zip(k1, k2, strict=True)}
+    assert len(blocks) > 4  # probe values, not only the own blocks

@@ -207,3 +207,56 @@ def test_vote_with_margins_refuses_what_vote_refuses() -> None:
         vote_with_margins([1, 2], [1.0])
     with pytest.raises(ValueError, match=">= 0"):
         vote_with_margins([1], [-1.0])
+
+
+# -- margins and probes through the Fingerprinter (single and bulk paths) ------
+
+_TEXTS = [
+    "The central bank raised interest rates by a quarter point on Tuesday, citing inflation.",
+    "央行周二宣布加息25个基点，理由是通胀压力持续上升，市场反应平淡。",
+    "Stocks rally as oil falls",
+    "Der Bundestag hat am Donnerstag ein neues Gesetz zur Förderung der Windkraft beschlossen.",
+]
+
+
+@pytest.mark.parametrize("scheme", ["auto", "words", "chars:n=3,weight=tf"])
+def test_fingerprinter_margins_equal_vote_with_margins(scheme: str) -> None:
+    f = Fingerprinter(scheme)
+    for text in _TEXTS:
+        fp, margins = f.fingerprint_with_margins(text)
+        want_fp, want_m = vote_with_margins(*extract_hashed(f.normalize(text), f.scheme))
+        assert fp == want_fp == f.fingerprint(text)
+        assert margins.tolist() == want_m.tolist()
+        fp2, probes = f.fingerprint_probes(text, 11)
+        assert fp2 == fp
+        assert probes == block_probes(fp, want_m, 11)
+        assert tuple(p[0] for p in probes) == tuple(blocks(fp))  # own block value first
+
+
+def _length(norm: str) -> int:  # module-level: workers may be spawned
+    return len(norm)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_bulk_probes_equal_single(workers: int) -> None:
+    f = Fingerprinter()
+    # repeat so the batch is big enough to be worth the pool when workers = 2
+    texts: list[object] = [t + f" {i}" for i in range(40) for t in _TEXTS]
+    texts += ["", None, "   ..."]  # no fingerprint: all three None
+    got = f.fingerprint_many_probes(texts, _length, 7, workers=workers)
+    assert len(got) == len(texts)
+    for text, (fp, n, probes) in zip(texts, got, strict=True):
+        if not isinstance(text, str) or not text.strip(" ."):
+            assert (fp, n, probes) == (None, None, None)
+            continue
+        assert (fp, probes) == f.fingerprint_probes(text, 7)
+        assert n == len(f.normalize(text))
+    also = f.fingerprint_many_also(texts, _length, workers=workers)
+    assert also == [(fp, n) for fp, n, _ in got]
+
+
+def test_bulk_probes_refuse_bad_budgets() -> None:
+    f = Fingerprinter()
+    for t in (0, -1, True, 1.5):
+        with pytest.raises(ValueError, match="probe budget"):
+            f.fingerprint_many_probes(["a text"], _length, t)  # type: ignore[arg-type]

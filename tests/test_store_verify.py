@@ -7,6 +7,7 @@ exactly, and add_many must decide as sequential add() calls would.
 
 from __future__ import annotations
 
+import random
 import threading
 from typing import Any
 
@@ -15,10 +16,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simhash_pg import hamming
-from simhash_pg.bits import to_unsigned
+from simhash_pg.bits import blocks, to_unsigned
 from simhash_pg.store import Doc, SimhashStore
 from simhash_pg.text.signatures import sentence_signature_signed
-from simhash_pg.verify import SHORT_K, accept, verification_text
+from simhash_pg.verify import (
+    KEEP_TEXT_CHARS,
+    PROBE_CAP,
+    PROBE_T,
+    SHORT_K,
+    accept,
+    verification_text,
+)
 
 HYPO = settings(
     max_examples=15,
@@ -45,16 +53,30 @@ def rows(store: SimhashStore) -> list[tuple[Any, ...]]:
 
 
 def brute_near(store: SimhashStore, text: str, k: int) -> list[tuple[int, int]]:
-    """(id, distance) of every stored row accept() takes, nearest first, ties by id."""
+    """(id, distance) of every stored row accept() takes, nearest first, ties by id.
+
+    Under "all", a long text query (KEEP_TEXT_CHARS or more) at k <= 3 is
+    searched by margin-ranked probes: a row is a candidate iff one of its
+    block values is among the query's probe values of that block and it lies
+    within the cap, or its sentence signature equals the query's; the rule
+    then judges it with the cap as its distance limit. Any other query: every
+    row, judged by the rule.
+    """
     sc = store.scheme
     q = verification_text(text, html=sc.html, t2s=sc.t2s)
     qsig = sentence_signature_signed(text, html=sc.html, t2s=sc.t2s)
-    fp = store.fingerprint(text)
+    fp, probes = store.fingerprinter.fingerprint_probes(text, PROBE_T)
+    probed = store.verify == "all" and k <= 3 and len(q) >= KEEP_TEXT_CHARS
     hits = []
     for id_, _, sfp, _, vtext, sig in rows(store):
         d = hamming(fp, to_unsigned(sfp))
-        if accept(q, vtext, d, k, store.verify,
-                  signature_match=qsig is not None and sig == qsig):
+        same_sig = qsig is not None and sig == qsig
+        if probed and not same_sig and not (
+            d <= max(k, PROBE_CAP)
+            and any(b in p for b, p in zip(blocks(to_unsigned(sfp)), probes, strict=True))
+        ):
+            continue
+        if accept(q, vtext, d, k, store.verify, signature_match=same_sig, probed=probed):
             hits.append((d, id_))
     return [(i, d) for d, i in sorted(hits)]
 
@@ -105,6 +127,51 @@ def test_near_equals_brute_force(pg_dsn: str, texts: list[str], mode: Any, k: in
         got = store.near_many(texts, k=k)
         assert [[(m.id, m.distance) for m in ms] for ms in got] == [
             brute_near(store, t, k) for t in texts
+        ]
+
+
+def families(rnd: random.Random) -> tuple[list[str], list[int]]:
+    """A few hundred rows: long texts with many randomly edited copies, plus bare
+    fingerprints planted a few bits from the texts' (where probes and radius differ)."""
+    texts: list[str] = []
+    for _ in range(14):
+        words = rnd.choices(WORDS, k=rnd.randint(40, 64))
+        texts.append(_sentences(words))
+        for _ in range(rnd.randint(16, 20)):
+            w = list(words)
+            for _ in range(rnd.randint(1, 8)):
+                i = rnd.randrange(len(w))
+                op = rnd.choice(["drop", "add", "replace"])
+                if op == "drop" and len(w) > 2:
+                    del w[i]
+                elif op == "add":
+                    w.insert(i, rnd.choice(WORDS))
+                else:
+                    w[i] = rnd.choice(WORDS)
+            texts.append(_sentences(w))
+    rnd.shuffle(texts)
+    masks = [sum(1 << b for b in rnd.sample(range(64), rnd.randint(3, 14))) for _ in range(80)]
+    return texts, masks
+
+
+@settings(max_examples=4, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.integers(0, 2**32))  # a seed: hypothesis' own draws of this much data run dry
+def test_probed_near_equals_brute_force_on_planted_rows(pg_dsn: str, seed: int) -> None:
+    texts, masks = families(random.Random(seed))
+    with SimhashStore(pg_dsn, verify="all") as store:
+        reset(store)
+        store.add_many(texts, dedup=False)
+        fps = store.fingerprinter.fingerprint_many(texts)
+        # bare fingerprints 3..14 bits from a text's: judged by distance alone
+        store.add_many([fps[j] ^ m for j, m in enumerate(masks)], dedup=False)
+        assert len(rows(store)) >= 300
+        queries = texts[:: max(1, len(texts) // 40)]
+        for t in queries:
+            assert [(m.id, m.distance) for m in store.near(t)] == brute_near(store, t, 3)
+        got = store.near_many(queries)
+        assert [[(m.id, m.distance) for m in ms] for ms in got] == [
+            brute_near(store, t, 3) for t in queries
         ]
 
 
@@ -314,3 +381,32 @@ def test_each_text_is_normalised_once(
             calls = 0
             run()
             assert calls == expected, (mode, calls)
+
+
+def test_probes_are_recorded_and_read_back(pg_dsn: str) -> None:
+    import psycopg
+    from psycopg.types.json import Jsonb
+
+    from simhash_pg.store import SchemaVersionError
+
+    get = "SELECT value FROM simhash_meta WHERE name = 'probes'"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM simhash_meta WHERE name = 'probes'")
+        # a store made before probes: the first writer records today's defaults
+        with SimhashStore(pg_dsn) as store:
+            assert (store.policy.probe_t, store.policy.probe_cap) == (PROBE_T, PROBE_CAP)
+        assert conn.execute(get).fetchone() == ({"t": PROBE_T, "cap": PROBE_CAP},)
+        try:
+            # a recorded budget is what every client probes with
+            conn.execute("UPDATE simhash_meta SET value = %s WHERE name = 'probes'",
+                         [Jsonb({"t": 5, "cap": 12})])
+            with SimhashStore(pg_dsn) as store:
+                assert (store.policy.probe_t, store.policy.probe_cap) == (5, 12)
+            for bad in ({"t": 0, "cap": 13}, {"t": 11, "cap": 65}, {"t": 11}, [11, 13]):
+                conn.execute("UPDATE simhash_meta SET value = %s WHERE name = 'probes'",
+                             [Jsonb(bad)])
+                with pytest.raises(SchemaVersionError, match="records probes"):
+                    SimhashStore(pg_dsn)
+        finally:
+            conn.execute("UPDATE simhash_meta SET value = %s WHERE name = 'probes'",
+                         [Jsonb({"t": PROBE_T, "cap": PROBE_CAP})])

@@ -103,10 +103,31 @@ def test_keep_text_and_query_k() -> None:
     assert V.keep_text(short) and V.keep_text(mid) and not V.keep_text(long_)
     assert V.keep_text(long_, "all") and not V.keep_text(short, "off")
     assert V.query_k(short, 3) == V.SHORT_K and V.query_k(mid, 3) == V.SHORT_K
-    assert V.query_k(long_, 3) == 3 and V.query_k(long_, 3, "all") == V.LONG_K
+    assert V.query_k(long_, 3) == 3
+    # under "all" a long text is probed, up to the cap; at k > 3 searched by radius
+    assert V.query_k(long_, 3, "all") == V.PROBE_CAP and V.query_k(long_, 6, "all") == V.LONG_K
+    assert V.query_k(mid, 3, "all") == V.LONG_K  # may pair with a short text: radius
+    assert V.VerifyPolicy("all", probe_t=None).radius(long_, 3) == V.LONG_K
     assert V.query_k(short, 3, "off") == 3 and V.query_k(short, 20) == 20
     with pytest.raises(ValueError):
         V.query_k(short, 3, "sometimes")  # type: ignore[arg-type]
+
+
+def test_probe_budget_says_which_queries_probe() -> None:
+    long_, mid = "c" * V.KEEP_TEXT_CHARS, "b" * (V.KEEP_TEXT_CHARS - 1)
+    p = V.VerifyPolicy("all")
+    assert p.probes_texts and p.probe_budget(long_, 3) == V.PROBE_T
+    assert p.probe_budget(mid, 3) is None and p.probe_budget(long_, 4) is None
+    for mode in ("off", "short"):
+        q = V.VerifyPolicy(mode)  # type: ignore[arg-type]
+        assert not q.probes_texts and q.probe_budget(long_, 3) is None
+    assert V.VerifyPolicy("all", probe_t=None).probe_budget(long_, 3) is None
+    # the rule's distance limit for a probed long pair is the cap, in one place
+    assert p.test(3, short=False, probed=True).radius == V.PROBE_CAP
+    assert p.test(3, short=False).radius == V.LONG_K
+    for bad in ({"probe_t": 0}, {"probe_t": True}, {"probe_cap": 65}, {"probe_cap": -1}):
+        with pytest.raises(ValueError, match="probe"):
+            V.VerifyPolicy("all", **bad)  # type: ignore[arg-type]
 
 
 def test_accept_rules() -> None:

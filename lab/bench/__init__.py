@@ -15,6 +15,7 @@ _BENCHES = {
     "store": "lab.bench.store:command",
     "hnsw": "lab.bench.hnsw:command",
     "stream": "lab.bench.stream:command",
+    "text": "lab.bench.text:command",
 }
 
 

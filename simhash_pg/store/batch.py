@@ -33,7 +33,12 @@ from simhash_pg.store.checks import parse_item
 from simhash_pg.store.pgcopy import copy_documents
 from simhash_pg.store.results import AddResult, OnDuplicate
 from simhash_pg.verify import VerifyPolicy, VText
-from simhash_pg.verify.candidates import Candidate, filter_candidates, lookup
+from simhash_pg.verify.candidates import (
+    Candidate,
+    filter_candidates,
+    lookup,
+    texts_and_vtexts,
+)
 
 __all__ = ["BatchOptions", "Prepared", "add_batch", "prepare"]
 
@@ -64,6 +69,7 @@ class BatchOptions:
     lock: bool = True  # the near-duplicate locks (the keys' are always taken)
     pigeonhole: bool = True  # False: the store-wide lock instead (a benchmark's comparison)
     lock_timeout: float | None = None  # for the LockTimeoutError's message
+    probe_locks: bool = True  # False: probed texts lock their own blocks only (a test's proof)
 
 
 def prepare(batch: Sequence[Any], fingerprinter: Any, policy: VerifyPolicy,
@@ -84,7 +90,7 @@ def prepare(batch: Sequence[Any], fingerprinter: Any, policy: VerifyPolicy,
     out = Prepared([], errors)
     fps: dict[int, int | None] = {}
     if at and policy.needs_text:
-        pairs = fingerprinter.fingerprint_many_also(texts, policy.prepare, workers)
+        pairs = texts_and_vtexts(fingerprinter, texts, policy, workers)
         for i, (fp, vt) in zip(at, pairs, strict=True):
             fps[i] = fp
             if vt is not None:
@@ -117,16 +123,29 @@ def add_batch(conn: psycopg.Connection[Any], p: Prepared, o: BatchOptions) -> li
     valid = [p.items[i] for i in p.valid()]
     keys = [key for _, key, _ in valid if key is not None]
     radius = o.k
+    # probed texts lock their probe values and signatures (store/locking.py),
+    # the others their radius
+    probes: list[Any] = []
+    sigs: list[int] = []
     if o.policy.verifies and p.vtexts:
-        radius = max(radius, *(o.policy.radius(v.text, o.k) for v in p.vtexts.values()))
+        for v in p.vtexts.values():
+            if o.policy.probe_budget(v.text, o.k) is None:
+                radius = max(radius, o.policy.radius(v.text, o.k))
+            elif o.probe_locks:
+                probes.append(v.probes)
+                if v.sig is not None and o.policy.signature:
+                    sigs.append(v.sig)
     # lock=False (a benchmark's comparison) leaves out the near-duplicate
     # locks, never the keys'
     locked = o.dedup and o.lock
     fps = [fp for fp, _, _ in valid] if locked else []
+    if not locked:
+        probes, sigs = [], []
 
     def attempt() -> list[AddResult]:
         with conn.transaction():
-            locking.lock_batch(conn, fps, radius, keys, dedup=locked, pigeonhole=o.pigeonhole)
+            locking.lock_batch(conn, fps, radius, keys, dedup=locked, pigeonhole=o.pigeonhole,
+                               probes=probes, sigs=sigs)
             return _write(conn, p, o)
 
     return locking.retrying(conn, attempt, lock_timeout=o.lock_timeout)
@@ -227,7 +246,12 @@ def _decide(p: Prepared, valid: list[int], signed: dict[int, int], verifying: bo
 
 def _in_batch(index: BatchIndex, fp: int, vt: VText, o: BatchOptions) -> Hit | None:
     """The nearest row stored earlier in this batch that the rule accepts: what add() finds."""
-    hits = index.within(fp, o.policy.radius(vt.text, o.k))
+    probed = o.policy.probe_budget(vt.text, o.k) is not None
+    if probed:  # the rows the database would return to the same query's probes
+        assert vt.probes is not None
+        hits = index.probed(fp, vt.probes, max(o.k, o.policy.probe_cap))
+    else:
+        hits = index.within(fp, o.policy.radius(vt.text, o.k))
     if vt.sig is not None and o.policy.signature:
         seen = {pos for pos, _ in hits}
         hits += [(pos, d) for pos, d in index.same_signature(fp, vt.sig) if pos not in seen]
@@ -236,6 +260,6 @@ def _in_batch(index: BatchIndex, fp: int, vt: VText, o: BatchOptions) -> Hit | N
         (Candidate(index.ids[pos], index.keys[pos], d, None, index.vtexts[pos],
                    vt.sig is not None and index.sigs[pos] == vt.sig)
          for pos, d in hits),
-        o.k, o.policy,
+        o.k, o.policy, probed=probed,
     )
     return (kept[0].distance, kept[0].id, kept[0].key) if kept else None

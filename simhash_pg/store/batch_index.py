@@ -9,11 +9,12 @@ sentence signature from here too.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from simhash_pg.bits import raw_blocks
+from simhash_pg.bits import BLOCK_BITS, BLOCKS, raw_blocks
 
 __all__ = ["BatchIndex", "Hit"]
 
@@ -87,6 +88,23 @@ class BatchIndex:
             return []
         d = self._distances(fp)
         ok = np.nonzero(d <= radius)[0]
+        return [(int(p), int(d[p])) for p in ok]
+
+    def probed(self, fp: int, probes: Sequence[Sequence[int]], cap: int) -> list[tuple[int, int]]:
+        """(position, distance) of every row within ``cap`` with a probed value in some block.
+
+        ``probes``: the smallint values of b0..b3, as ``simhash_near_probes`` takes them.
+        """
+        if not self.fps:
+            return []
+        d = self._distances(fp)
+        arr = self.arr[: len(self.fps)]
+        hit = np.zeros(len(self.fps), dtype=bool)
+        for i, values in enumerate(probes):
+            shift = np.uint64(BLOCK_BITS * (BLOCKS - 1 - i))
+            block = ((arr >> shift) & np.uint64(0xFFFF)).astype(np.int64) - (1 << 15)
+            hit |= np.isin(block, np.asarray(values, dtype=np.int64))
+        ok = np.nonzero(hit & (d <= cap))[0]
         return [(int(p), int(d[p])) for p in ok]
 
     def same_signature(self, fp: int, sig: int) -> list[tuple[int, int]]:

@@ -55,6 +55,7 @@ from simhash_pg.store.results import AddManyResult, AddResult, Doc, Document, Ma
 from simhash_pg.store.retention import DEFAULT_PURGE_BATCH
 from simhash_pg.store.stats import table_stats
 from simhash_pg.verify import VerifyMode, VerifyPolicy, VText
+from simhash_pg.verify.candidates import text_and_vtext
 
 if TYPE_CHECKING:
     from simhash_pg.store.retention import PurgeResult
@@ -131,6 +132,7 @@ class SimhashStore:
         verify: VerifyMode | None = None,
         _add_function: sql.AddFunction = "simhash_add",
         _pigeonhole_batches: bool = True,
+        _probe_locks: bool = True,
     ) -> None:
         """Open the store (see the class docstring for the parameters).
 
@@ -138,7 +140,10 @@ class SimhashStore:
         the writers' locks: ``_add_function="simhash_add_unlocked"`` makes
         :meth:`add` call the benchmark's lock-free copy of ``simhash_add``
         (which only that benchmark creates), ``_pigeonhole_batches=False``
-        makes every locked batch take the store-wide lock.
+        makes every locked batch take the store-wide lock,
+        ``_probe_locks=False`` locks probed texts by their own blocks only
+        (the load test's proof that the probe locks matter: it stores
+        duplicates).
         """
         self.k = check_k(k)
         self.lock_timeout = check_lock_timeout(lock_timeout)
@@ -150,6 +155,7 @@ class SimhashStore:
         self.lock_batches = lock_batches
         self._add_sql = sql.add_statement(_add_function)
         self._pigeonhole_batches = _pigeonhole_batches
+        self._probe_locks = _probe_locks
         opened = opening.open_database(
             dsn, engine, scheme=scheme, verify=verify, do_migrate=migrate,
             connect_timeout=connect_timeout, lock_timeout=lock_timeout,
@@ -159,7 +165,8 @@ class SimhashStore:
         self._fingerprinter: Fingerprinter | None = None
         # every question of the verify mode: verify? widen k? keep texts? signatures?
         self.policy = VerifyPolicy(verify or opened.recorded_verify,
-                                   recorded=opened.recorded_verify)
+                                   recorded=opened.recorded_verify,
+                                   probe_t=opened.probe_t, probe_cap=opened.probe_cap)
         self.verify: VerifyMode = self.policy.mode
 
     # -- properties and life cycle -----------------------------------------------
@@ -215,8 +222,7 @@ class SimhashStore:
         """A text's fingerprint and, if the policy needs it, its VText: one normalisation."""
         if not self.policy.needs_text:
             return self.fingerprinter.fingerprint(text), None
-        fp, norm = self.fingerprinter.fingerprint_with_norm(text)
-        return fp, self.policy.prepare(norm)
+        return text_and_vtext(self.fingerprinter, text, self.policy)
 
     # -- single documents ---------------------------------------------------------
     def add(
@@ -243,7 +249,7 @@ class SimhashStore:
         fp, vt = self._text(doc) if isinstance(doc, str) else (self.fingerprint(doc), None)
         if vt is not None:
             return single.add_verified(self._conn, fp, vt, key, meta_d, kk, on_dup, dedup,
-                                       self.policy, self.lock_timeout)
+                                       self.policy, self.lock_timeout, self._probe_locks)
         return single.add_plain(self._conn, self._add_sql, fp, key, meta_d, kk,
                                 on_dup if dedup else "insert", self.lock_timeout)
 
@@ -361,7 +367,7 @@ class SimhashStore:
         options = _batch.BatchOptions(
             self.policy, dedup, self._k(k), check_on_duplicate(on_duplicate or self.on_duplicate),
             lock=self.lock_batches, pigeonhole=self._pigeonhole_batches,
-            lock_timeout=self.lock_timeout,
+            lock_timeout=self.lock_timeout, probe_locks=self._probe_locks,
         )
         batch_size = check_batch_size(batch_size)
         total = AddManyResult()

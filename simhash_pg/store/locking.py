@@ -23,7 +23,22 @@ and :func:`lock_batch` call):
   the batch;
 - then the key locks ``(1397246982, hashtext(key))``;
 
-block and key locks in increasing order, in one statement. Everyone
+block and key locks in increasing order, in one statement.
+
+A text searched by margin-ranked probes (``VerifyPolicy.probe_budget``: the
+default, ``verify="all"`` at k <= 3, texts of 100+ characters) finds rows
+that share a probed value in some block, within the cap, or its sentence
+signature; pigeonhole on its own blocks does not cover those. So its add
+takes, with the store-wide lock shared, the block locks of all its probe
+values (:func:`probe_lock_keys`: its own four values are among them) and,
+among the key locks, its signature's (:func:`signature_lock_key`: a name no
+text key needs, ``simhash:sentence_sig:<sig>``; a user key spelled alike
+only makes two writers take turns). If either text's probes reach the
+other's block value, both lock that pair: one as a probe, the other as its
+own value. Two texts with equal signatures lock the same name. A batch
+locks the union of its probed texts' locks; a text still searched by
+radius above 3 makes its add or batch take the store-wide lock
+exclusively. Everyone
 acquires in the same global order (store lock, then blocks, then keys), so
 writers wait for each other but never deadlock, and single adds and batches
 exclude each other exactly when they could collide.
@@ -62,6 +77,7 @@ __all__ = [
     "LOCK_ATTEMPTS",
     "LOCK_BASE",
     "RACE_ATTEMPTS",
+    "SIGNATURE_LOCK_PREFIX",
     "STORE_LOCK",
     "TRANSIENT",
     "LockTimeoutError",
@@ -70,7 +86,9 @@ __all__ = [
     "holders",
     "lock_batch",
     "lock_timeout_error",
+    "probe_lock_keys",
     "retrying",
+    "signature_lock_key",
 ]
 
 _T = TypeVar("_T")
@@ -80,6 +98,10 @@ _T = TypeVar("_T")
 LOCK_BASE = 1397246976
 STORE_LOCK = 1397246980
 KEY_LOCK = 1397246982
+# Sentence signatures are locked as key locks named by this prefix: no
+# schema change, and a user key that happens to look alike only makes two
+# writers take turns, never lets a duplicate through.
+SIGNATURE_LOCK_PREFIX = "simhash:sentence_sig:"
 
 # How long one wait for the writers' locks may last, in seconds (the store's
 # default; simhash_writer_lock's own default when simhash.lock_timeout is unset).
@@ -152,27 +174,54 @@ def batch_lock_keys(fps: Sequence[int]) -> tuple[list[int], list[int]]:
     return key1, np.concatenate(per_block).tolist()
 
 
+def probe_lock_keys(
+    fps: Sequence[int], probes: Sequence[Sequence[Sequence[int]]]
+) -> tuple[list[int], list[int]]:
+    """The distinct (key1, key2) block locks of fingerprints and probe values, sorted.
+
+    ``probes[j][i]``: the probed smallint values of block ``i`` of one probed
+    text (its own value among them); ``fps``: fingerprints locked by their
+    own blocks alone.
+    """
+    pairs = set(zip(*batch_lock_keys(fps), strict=True))
+    for p in probes:
+        for i, values in enumerate(p):
+            pairs.update((LOCK_BASE + i, int(v)) for v in values)
+    ordered = sorted(pairs)
+    return [a for a, _ in ordered], [b for _, b in ordered]
+
+
+def signature_lock_key(sig: int) -> str:
+    """The lock name of a sentence signature, taken as a key lock (see the protocol)."""
+    return f"{SIGNATURE_LOCK_PREFIX}{sig}"
+
+
 def lock_batch(
     conn: Any, fps: Sequence[int], k: int, keys: Iterable[str] = (), *, dedup: bool = True,
-    pigeonhole: bool = True,
+    pigeonhole: bool = True, probes: Sequence[Sequence[Sequence[int]]] = (),
+    sigs: Iterable[int] = (),
 ) -> str:
     """Lock a batch in ``conn``'s transaction before its look-ups.
 
     ``fps``: the unsigned fingerprints a dedup batch checks (k: its radius);
     ``keys``: the keys it may insert. ``dedup=False``: the keys only.
-    ``pigeonhole=False`` takes the store-wide lock where the block locks
-    would do (a benchmark's comparison of the two). Returns "pigeonhole"
-    (blocks and keys), "keys", "store" (the store-wide exclusive lock) or
-    "none" (nothing to lock).
+    ``probes``: the probe values of the batch's probed texts (their own
+    blocks among them) and ``sigs`` the sentence signatures they look up:
+    locked as well, so that two texts either of which could find the other
+    share a lock. ``pigeonhole=False`` takes the store-wide lock where the
+    block locks would do (a benchmark's comparison of the two). Returns
+    "pigeonhole" (blocks and keys), "keys", "store" (the store-wide
+    exclusive lock) or "none" (nothing to lock).
     """
     key_list = list(dict.fromkeys(keys))
     key1: list[int] = []
     key2: list[int] = []
-    if dedup and len(fps):
+    if dedup and (len(fps) or len(probes)):
         if k > 3 or not pigeonhole:
             conn.execute(_LOCK, ["exclusive", None, None, None], prepare=True)
             return "store"
-        key1, key2 = batch_lock_keys(fps)
+        key1, key2 = probe_lock_keys(fps, probes) if len(probes) else batch_lock_keys(fps)
+        key_list += [signature_lock_key(s) for s in dict.fromkeys(sigs)]
         mode = "pigeonhole"
     elif key_list:
         mode = "keys"

@@ -29,7 +29,7 @@ from simhash_pg.store.results import (
     SchemeMismatchError,
     StoreConnectionError,
 )
-from simhash_pg.verify import VERIFY_MODES, VerifyMode
+from simhash_pg.verify import PROBE_CAP, PROBE_T, VERIFY_MODES, VerifyMode
 
 if TYPE_CHECKING:
     from simhash_pg.text.schemes import Scheme
@@ -38,9 +38,11 @@ __all__ = ["DEFAULT_VERIFY", "SCHEMA_HEAD", "Opened", "open_database", "where"]
 
 # A new store verifies every text: measured on ../shared/eval through the
 # store, "all" is the only mode that meets the long-text targets (P 0.989,
-# R 0.957 against R 0.395 at k = 3 unverified; docs/quality.md). Its cost is
-# a k = 11 probe per text query and the store-wide lock per text add: at tens
-# of millions of rows a stream should open its store with verify="short".
+# R 0.957 against R 0.395 at k = 3 unverified; docs/quality.md). A long text
+# query probes 11 margin-ranked values per block with a cap of 13 plus its
+# sentence signature (45 look-ups) and its add takes only shared and
+# per-value locks (store/locking.py); texts under 100 characters still probe
+# radius 11 under the store-wide lock.
 DEFAULT_VERIFY: VerifyMode = "all"
 # The schema revision this simhash-pg needs.
 SCHEMA_HEAD = migrate.HEAD
@@ -58,6 +60,8 @@ class Opened(NamedTuple):
     conn: psycopg.Connection[Any]
     scheme: Scheme
     recorded_verify: VerifyMode  # the mode the database records
+    probe_t: int  # margin-ranked probes of long text queries under "all": values per block
+    probe_cap: int  # ... and their Hamming cap
 
 
 def open_database(
@@ -86,12 +90,13 @@ def open_database(
         _ensure_schema(conn, resolved, do_migrate)
         stored_scheme = _ensure_scheme(conn, resolved, scheme)
         recorded = _ensure_verify(conn, resolved, verify)
+        probe_t, probe_cap = _ensure_probes(conn, resolved)
     except BaseException:
         conn.close()
         raise
     if partitions:
         _ensure_partitions(conn)
-    return Opened(resolved, conn, stored_scheme, recorded)
+    return Opened(resolved, conn, stored_scheme, recorded, probe_t, probe_cap)
 
 
 def where(dsn: str) -> str:
@@ -216,6 +221,34 @@ def _ensure_verify(
             f"not one of {', '.join(VERIFY_MODES)}"
         )
     return cast(VerifyMode, value)
+
+
+def _ensure_probes(conn: psycopg.Connection[Any], dsn: str) -> tuple[int, int]:
+    """The database's probe budget and cap ('probes': {"t": T, "cap": cap}).
+
+    Recorded like the verify mode: on first open by a role allowed to write
+    (a store made before probes gets today's defaults then); a reader of a
+    store without the record uses the defaults, as the first writer will
+    record them. Recorded, so that every client of a store probes alike.
+    """
+    default = {"t": PROBE_T, "cap": PROBE_CAP}
+    row = conn.execute(_GET_META, ["probes"]).fetchone()
+    if row is None:
+        try:
+            conn.execute(_PUT_META, ["probes", Jsonb(default)])
+        except psycopg.errors.InsufficientPrivilege:
+            return PROBE_T, PROBE_CAP
+        row = conn.execute(_GET_META, ["probes"]).fetchone()
+    value = row[0] if row else default
+    t = value.get("t") if isinstance(value, dict) else None
+    cap = value.get("cap") if isinstance(value, dict) else None
+    if (not isinstance(t, int) or isinstance(t, bool) or t < 1
+            or not isinstance(cap, int) or isinstance(cap, bool) or not 0 <= cap <= 64):
+        raise SchemaVersionError(
+            f"the database at {where(dsn)} records probes {value!r}, not "
+            '{"t": an int >= 1, "cap": an int in 0..64}'
+        )
+    return t, cap
 
 
 def _ensure_partitions(conn: psycopg.Connection[Any]) -> None:

@@ -17,7 +17,7 @@ from simhash_pg.store import sql
 from simhash_pg.store.checks import check_document
 from simhash_pg.store.results import Match
 from simhash_pg.verify import VerifyPolicy, VText
-from simhash_pg.verify.candidates import lookup
+from simhash_pg.verify.candidates import lookup, texts_and_vtexts
 
 __all__ = ["near", "near_many"]
 
@@ -67,7 +67,7 @@ def _fingerprints(items: list[Any], fingerprinter: Any, policy: VerifyPolicy,
         for i, fp in zip(at, fingerprinter.fingerprint_many(texts), strict=True):
             fps[i] = fp
         return fps
-    for i, (got, vt) in zip(at, fingerprinter.fingerprint_many_also(texts, policy.prepare),
+    for i, (got, vt) in zip(at, texts_and_vtexts(fingerprinter, texts, policy),
                             strict=True):
         if got is None or vt is None:
             fingerprinter.fingerprint(items[i])  # raises why

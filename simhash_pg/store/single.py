@@ -45,21 +45,34 @@ def add_plain(
 def add_verified(
     conn: psycopg.Connection[Any], fp: int, vt: VText, key: str | None,
     meta: dict[str, Any] | None, k: int, on_duplicate: OnDuplicate, dedup: bool,
-    policy: VerifyPolicy, lock_timeout: float | None,
+    policy: VerifyPolicy, lock_timeout: float | None, probe_locks: bool = True,
 ) -> AddResult:
     """add() of a text when verification is on or its text is kept: three round trips.
 
-    The locks first (the store-wide one when the policy's radius exceeds 3,
-    as for a short text), then the key and the candidates, then the insert.
+    The locks first (a probed text: its block values and probe values and
+    its signature; else the store-wide one when the policy's radius exceeds
+    3, as for a short text), then the key and the candidates, then the
+    insert. ``probe_locks=False`` (a test's proof that they matter) locks a
+    probed text by its own blocks alone.
     """
     signed = to_signed(fp)
     vtext, sig = policy.stored_fields(vt)
+    keys = [key] if key is not None else []
+    probed = policy.probe_budget(vt.text, k) is not None
+
+    def lock() -> None:
+        if probed and probe_locks:
+            assert vt.probes is not None
+            sigs = [vt.sig] if vt.sig is not None and policy.signature else []
+            locking.lock_batch(conn, [fp], k, keys, dedup=dedup, probes=[vt.probes], sigs=sigs)
+        elif probed:
+            locking.lock_batch(conn, [fp], k, keys, dedup=dedup)
+        else:
+            locking.lock_batch(conn, [fp], policy.radius(vt.text, k), keys, dedup=dedup)
 
     def attempt() -> AddResult:
         with conn.transaction():
-            # the fingerprint's locks (and the key's), or the key's alone
-            locking.lock_batch(conn, [fp], policy.radius(vt.text, k),
-                               [key] if key is not None else (), dedup=dedup)
+            lock()  # the fingerprint's locks (and the key's), or the key's alone
             if key is not None:
                 row = conn.execute(sql.KEYS, [[key]], prepare=True).fetchone()
                 if row is not None:

@@ -43,10 +43,13 @@ from simhash_pg.text.schemes import Scheme, get_scheme
 from simhash_pg.text.workers import parallel, pool_size
 
 T = TypeVar("T")
+# Probe values of b0..b3 (smallint column values), as simhash_pg.probes.block_probes gives them.
+Probes = tuple[list[int], list[int], list[int], list[int]]
 
 __all__ = [
     "Fingerprinter",
     "NoFeaturesError",
+    "Probes",
     "fingerprint",
     "fingerprint_features",
     "vote",
@@ -188,11 +191,36 @@ class Fingerprinter:
         norm = self.normalize(text)
         return self._vote(norm), norm
 
+    def fingerprint_with_margins(self, text: str) -> tuple[int, npt.NDArray[np.int64]]:
+        """The fingerprint of ``text`` and its 64 vote margins, from one vote.
+
+        ``margins[j]`` is bit ``j``'s weighted sum before its sign
+        (:func:`vote_with_margins`). Raises as :meth:`fingerprint`.
+        """
+        return self._vote_margins(self.normalize(text))
+
+    def fingerprint_probes(self, text: str, t: int) -> tuple[int, Probes]:
+        """The fingerprint of ``text`` and its margin-ranked probe values, ``t`` per block.
+
+        :func:`simhash_pg.probes.block_probes` with squared margins, from one
+        vote. Raises as :meth:`fingerprint`.
+        """
+        return self._probes(self.normalize(text), t)
+
     def _vote(self, norm: str) -> int:
+        return self._vote_margins(norm)[0]
+
+    def _vote_margins(self, norm: str) -> tuple[int, npt.NDArray[np.int64]]:
         hashes, weights = extract_hashed(norm, self.scheme)
         if not len(hashes):
             raise NoFeaturesError(_NO_FEATURES)
-        return vote(hashes, weights)
+        return vote_with_margins(hashes, weights)
+
+    def _probes(self, norm: str, t: int) -> tuple[int, Probes]:
+        from simhash_pg.probes import block_probes  # probes imports this module
+
+        fp, margins = self._vote_margins(norm)
+        return fp, block_probes(fp, margins, t)
 
     def _try(self, text: object) -> int | None:
         try:
@@ -200,15 +228,23 @@ class Fingerprinter:
         except (TypeError, NoFeaturesError):
             return None
 
-    def _try_also(self, text: object, also: Callable[[str], Any]) -> tuple[int | None, Any]:
-        """(fingerprint or None, also(normalised text)): one normalisation for both."""
+    def _try_also(
+        self, text: object, also: Callable[[str], Any], t: int | None = None
+    ) -> tuple[int | None, Any, Probes | None]:
+        """(fingerprint or None, also(normalised text), probe values or None): one vote.
+
+        The probe values (``t`` per block) only when ``t`` is given.
+        """
         if not isinstance(text, str):
-            return None, None
+            return None, None, None
         norm = self.normalize(text)
-        hashes, weights = extract_hashed(norm, self.scheme)
-        if not len(hashes):
-            return None, None
-        return vote(hashes, weights), also(norm)
+        try:
+            if t is None:
+                return self._vote(norm), also(norm), None
+            fp, probes = self._probes(norm, t)
+        except NoFeaturesError:
+            return None, None, None
+        return fp, also(norm), probes
 
     def fingerprint_many_also(
         self, texts: Iterable[Any], also: Callable[[str], T], workers: int | None = None
@@ -220,11 +256,31 @@ class Fingerprinter:
         function (workers may be spawned). Both are None for a text that has
         no fingerprint.
         """
+        return [(fp, x) for fp, x, _ in self._many_also(texts, also, None, workers)]
+
+    def fingerprint_many_probes(
+        self, texts: Iterable[Any], also: Callable[[str], T], t: int,
+        workers: int | None = None,
+    ) -> list[tuple[int | None, T | None, Probes | None]]:
+        """:meth:`fingerprint_many_also` plus each text's probe values (``t`` per block).
+
+        The probe values are computed where the vote is (in the workers), so
+        only 4 x ``t`` small ints per text come back, not the 64 margins.
+        All three are None for a text that has no fingerprint.
+        """
+        if isinstance(t, bool) or not isinstance(t, int) or t < 1:
+            raise ValueError(f"the probe budget must be an int >= 1, got {t!r}")
+        return self._many_also(texts, also, t, workers)
+
+    def _many_also(
+        self, texts: Iterable[Any], also: Callable[[str], Any], t: int | None,
+        workers: int | None,
+    ) -> list[tuple[int | None, Any, Probes | None]]:
         items = list(texts)
         n = pool_size(workers, items)
         if n == 1:
-            return [self._try_also(t, also) for t in items]
-        return parallel(self, items, n, "none", also)
+            return [self._try_also(x, also, t) for x in items]
+        return parallel(self, items, n, "none", also, t)
 
     @overload
     def fingerprint_many(

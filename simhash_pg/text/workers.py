@@ -58,11 +58,14 @@ def pool_size(workers: int | None, items: list[Any]) -> int:
 _worker_fp: Fingerprinter | None = None
 _worker_items: list[Any] | None = None
 
-_Chunk = tuple[Scheme, "list[Any] | tuple[int, int]", str, "Callable[[str], Any] | None"]
+# (scheme, texts or a slice of the inherited batch, on_error, also, probe budget)
+_Chunk = tuple[
+    Scheme, "list[Any] | tuple[int, int]", str, "Callable[[str], Any] | None", "int | None"
+]
 
 
 def _work(args: _Chunk) -> list[Any]:
-    scheme, chunk, on_error, also = args
+    scheme, chunk, on_error, also, t = args
     if isinstance(chunk, tuple):  # forked: a slice of the inherited batch
         assert _worker_items is not None
         texts: list[Any] = _worker_items[chunk[0] : chunk[1]]
@@ -74,7 +77,7 @@ def _work(args: _Chunk) -> list[Any]:
 
         fp = Fingerprinter(scheme)
     if also is not None:
-        return [fp._try_also(t, also) for t in texts]
+        return [fp._try_also(x, also, t) for x in texts]
     if on_error == "raise":
         return [fp.fingerprint(t) for t in texts]
     return [fp._try(t) for t in texts]
@@ -102,7 +105,7 @@ def _worker_signals() -> None:
 
 def parallel(
     fp: Fingerprinter, items: list[Any], n: int, on_error: str,
-    also: Callable[[str], Any] | None = None,
+    also: Callable[[str], Any] | None = None, t: int | None = None,
 ) -> list[Any]:
     """``fp``'s results for ``items`` from ``n`` processes, in order."""
     global _worker_fp, _worker_items
@@ -114,7 +117,7 @@ def parallel(
     size = max(1, min(512, len(items) // (n * 4) or 1))
     bounds = [(i, min(i + size, len(items))) for i in range(0, len(items), size)]
     chunks: list[_Chunk] = [
-        (fp.scheme, b if fork else items[b[0] : b[1]], on_error, also) for b in bounds
+        (fp.scheme, b if fork else items[b[0] : b[1]], on_error, also, t) for b in bounds
     ]
     _worker_fp, _worker_items = fp, items
     # Frozen objects are skipped by the children's garbage collector, which

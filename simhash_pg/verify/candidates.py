@@ -17,12 +17,12 @@ earlier rows through :func:`filter_candidates` (``simhash_pg/store/batch.py``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from simhash_pg.verify.jaccard import VText
 from simhash_pg.verify.rule import TEXT_LOST, StoredText, VerifyMode, VerifyPolicy, policy_for
 
-__all__ = ["Candidate", "filter_candidates", "lookup"]
+__all__ = ["Candidate", "filter_candidates", "lookup", "text_and_vtext", "texts_and_vtexts"]
 
 # Candidates within radius of each query, with what verification reads. The
 # last column: the row's verification data was lost (stored before revision
@@ -43,6 +43,10 @@ _SIG = (
     " FROM unnest(%s::bigint[], %s::bigint[]) WITH ORDINALITY AS q (fp, sig, o)"
     " JOIN simhash_documents d ON d.sentence_sig = q.sig"
 )
+# Probed queries: their probe matches and signature matches in one call
+# (sql/current/near_probes.sql), the same columns as _NEAR.
+_PROBES = ("SELECT * FROM simhash_near_probes_candidates("
+           "%s::bigint[], %s::smallint[], %s::integer[], %s::bigint[])")
 
 
 class Candidate(NamedTuple):
@@ -60,19 +64,49 @@ class Candidate(NamedTuple):
     signature_match: bool = False  # its sentence signature equals the query's
 
 
+def text_and_vtext(fingerprinter: Any, text: str, policy: VerifyPolicy) -> tuple[int, VText]:
+    """One text's fingerprint and VText (with probe values when the policy probes texts).
+
+    One normalisation and one vote; raises as ``Fingerprinter.fingerprint``.
+    """
+    norm = fingerprinter.normalize(text)
+    if policy.probes_texts:
+        assert policy.probe_t is not None
+        fp, probes = fingerprinter._probes(norm, policy.probe_t)
+        return fp, policy.prepare(norm)._replace(probes=probes)
+    return fingerprinter._vote(norm), policy.prepare(norm)
+
+
+def texts_and_vtexts(
+    fingerprinter: Any, texts: list[Any], policy: VerifyPolicy, workers: int | None = None
+) -> list[tuple[int | None, VText | None]]:
+    """:func:`text_and_vtext` of many texts (in worker processes if worth it); None, None
+    for a text without a fingerprint."""
+    if not policy.probes_texts:
+        return cast(list[tuple[int | None, VText | None]],
+                    fingerprinter.fingerprint_many_also(texts, policy.prepare, workers))
+    got = fingerprinter.fingerprint_many_probes(texts, policy.prepare, policy.probe_t, workers)
+    return [(fp, vt._replace(probes=probes) if vt is not None else None)
+            for fp, vt, probes in got]
+
+
 def filter_candidates(
     query_norm: str,
     candidates: Iterable[Candidate],
     k: int,
     policy: VerifyPolicy | VerifyMode = "short",
+    *,
+    probed: bool = False,
 ) -> list[Candidate]:
     """The candidates the rule accepts, nearest first, ties by id.
 
+    ``probed``: the candidates came from the query's probes (and signature).
     For ``add(dedup=True)``: the first one, if any, is the document it duplicates.
     """
     p = policy_for(policy)
     kept = [c for c in candidates
-            if p.accept(query_norm, c.text, c.distance, k, signature_match=c.signature_match)]
+            if p.accept(query_norm, c.text, c.distance, k, signature_match=c.signature_match,
+                        probed=probed)]
     kept.sort(key=lambda c: (c.distance, c.id))
     return kept
 
@@ -86,15 +120,33 @@ def lookup(
 ) -> list[list[Candidate]]:
     """Per query (signed fingerprint + its VText): the accepted stored rows, nearest first.
 
-    One round trip: a ``simhash_near_many`` per distinct radius (at most two),
-    and the signature look-up, pipelined.
+    One round trip: the probed queries (:meth:`VerifyPolicy.probe_budget`)
+    through ``simhash_near_probes_candidates``, the others through a
+    ``simhash_near_many`` per distinct radius (at most two) and the signature
+    look-up, pipelined.
     """
     n = len(fps)
     groups: dict[int, list[int]] = {}
+    probed: list[int] = []
     for i, t in enumerate(texts):
-        groups.setdefault(policy.radius(t.text, k), []).append(i)
-    sig_pos = [i for i, t in enumerate(texts) if t.sig is not None] if policy.signature else []
+        if policy.probe_budget(t.text, k) is not None:
+            if t.probes is None:
+                raise ValueError("a probed text query needs its probe values (VText.probes)")
+            probed.append(i)
+        else:
+            groups.setdefault(policy.radius(t.text, k), []).append(i)
+    sig_pos = ([i for i, t in enumerate(texts) if t.sig is not None and i not in set(probed)]
+               if policy.signature else [])
     with conn.pipeline():
+        c_probed = (
+            conn.execute(_PROBES, [
+                [fps[i] for i in probed],
+                _probe_array([texts[i].probes for i in probed]),  # type: ignore[misc]
+                [max(k, policy.probe_cap)] * len(probed),
+                [texts[i].sig for i in probed] if policy.signature else None,
+            ], prepare=True)
+            if probed else None
+        )
         curs = [
             (pos, conn.execute(_NEAR, [[fps[i] for i in pos], r], prepare=True))
             for r, pos in groups.items()
@@ -111,6 +163,10 @@ def lookup(
     if c_sig is not None:
         for q, *row in c_sig.fetchall():
             rows[sig_pos[q - 1]].setdefault(row[0], tuple(row))
+    if c_probed is not None:
+        for q, *row in c_probed.fetchall():
+            rows[probed[q - 1]].setdefault(row[0], tuple(row))
+    is_probed = set(probed)
     out: list[list[Candidate]] = []
     for i in range(n):
         qt = texts[i]
@@ -119,5 +175,11 @@ def lookup(
                       qt.sig is not None and sig == qt.sig)
             for id_, key, dist, meta, vtext, sig, lost in rows[i].values()
         )
-        out.append(filter_candidates(qt.text, found, k, policy))
+        out.append(filter_candidates(qt.text, found, k, policy, probed=i in is_probed))
     return out
+
+
+def _probe_array(probes: Sequence[Sequence[Sequence[int]]]) -> list[list[list[int | None]]]:
+    """Per query, block and value, NULL-padded to the longest list: the SQL's 3-D smallint[]."""
+    width = max((len(b) for p in probes for b in p), default=0)
+    return [[list(b) + [None] * (width - len(b)) for b in p] for p in probes]

@@ -118,6 +118,9 @@ class VText(NamedTuple):
 
     text: str  # the verification text (verification_text)
     sig: int | None  # signed sentence signature, when the policy needs it
+    # the fingerprint's margin-ranked probe values of b0..b3 (smallint column
+    # values), when the policy probes texts (VerifyPolicy.probes_texts)
+    probes: tuple[list[int], list[int], list[int], list[int]] | None = None
 
 
 # Module-level, so that fingerprinting workers can run them on the normalised

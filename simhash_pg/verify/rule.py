@@ -44,6 +44,8 @@ __all__ = [
     "KEEP_TEXT_CHARS",
     "LONG_K",
     "LONG_THRESHOLD",
+    "PROBE_CAP",
+    "PROBE_T",
     "SHORT_K",
     "SHORT_THRESHOLD",
     "TEXT_LOST",
@@ -76,6 +78,15 @@ SHORT_THRESHOLD = 0.72
 # of the eval set (docs/quality.md); without it R is 0.949-0.950.
 LONG_K = 11
 LONG_THRESHOLD = 0.78
+# Margin-ranked probes (simhash_pg/probes.py, lab/experiments/margin_probes.md):
+# under "all", a long text query probes, per 16-bit block, its PROBE_T
+# cheapest values by squared vote margins (its own value first) with a Hamming
+# cap of PROBE_CAP, plus the sentence signature: 45 look-ups instead of
+# radius 11's 548, candidate recall 0.965 on the eval's long pairs. A cap of
+# 11 loses recall (0.934 at T = 10): the probes reach farther than radius 11
+# in the bits that matter. The store records both in simhash_meta ('probes').
+PROBE_T = 11
+PROBE_CAP = 13
 # With verification only for short texts, a store needs the verification text
 # of documents below this length: a pair with a short side and a side at least
 # twice as long cannot reach SHORT_THRESHOLD, so longer texts need no copy.
@@ -157,6 +168,9 @@ class VerifyPolicy:
     ``short_k``, ``long_k`` and ``signature`` are the store's unless an
     experiment varies them: ``signature`` (default: mode ``"all"``) says
     whether an equal sentence signature makes a long pair a candidate.
+    ``probe_t`` and ``probe_cap`` are the margin-ranked probes of long text
+    queries under ``"all"`` (:meth:`probe_budget`); ``probe_t`` None
+    searches them at radius ``long_k`` instead (the rule before probes).
     """
 
     mode: VerifyMode = "short"
@@ -164,6 +178,8 @@ class VerifyPolicy:
     short_k: int = SHORT_K
     long_k: int = LONG_K
     signature: bool | None = None
+    probe_t: int | None = PROBE_T
+    probe_cap: int = PROBE_CAP
     keep: VerifyMode = field(init=False)
 
     def __post_init__(self) -> None:
@@ -175,6 +191,31 @@ class VerifyPolicy:
         object.__setattr__(self, "keep", stronger(self.mode, self.recorded or self.mode))
         if self.signature is None:
             object.__setattr__(self, "signature", self.mode == "all")
+        t, cap = self.probe_t, self.probe_cap
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1):
+            raise ValueError(f"the probe budget must be None or an int >= 1, got {t!r}")
+        if isinstance(cap, bool) or not isinstance(cap, int) or not 0 <= cap <= 64:
+            raise ValueError(f"the probe cap must be an int in 0..64, got {cap!r}")
+
+    # -- which look-up a text query uses --------------------------------------
+    @property
+    def probes_texts(self) -> bool:
+        """Whether some text queries use margin-ranked probes (so texts need probe values)."""
+        return self.mode == "all" and self.probe_t is not None
+
+    def probe_budget(self, query_norm: str, k: int) -> int | None:
+        """Probe values per block for this text query, or None: search it by radius.
+
+        Probes under ``"all"`` for texts of :data:`KEEP_TEXT_CHARS` or more
+        (they meet only the long test) and k <= 3, where every row within k
+        shares a block value with the query (pigeonhole), which is always
+        probed. A shorter text may pair with a short one, whose test
+        (:data:`SHORT_K`) the radius search serves; a wider k keeps its
+        exact radius.
+        """
+        if not self.probes_texts or k > 3 or len(query_norm) < KEEP_TEXT_CHARS:
+            return None
+        return self.probe_t
 
     # -- what a mode needs of a text ------------------------------------------
     @property
@@ -210,14 +251,19 @@ class VerifyPolicy:
         )
 
     # -- the rule -------------------------------------------------------------
-    def test(self, k: int, short: bool) -> PairTest:
-        """The test of a pair with a short side (``short``) or of two long texts."""
+    def test(self, k: int, short: bool, probed: bool = False) -> PairTest:
+        """The test of a pair with a short side (``short``) or of two long texts.
+
+        ``probed``: the query was searched by probes (:meth:`probe_budget`),
+        so a long pair's distance limit is the probe cap, not ``long_k``.
+        """
         if short:
             if self.verifies:
                 return PairTest(max(k, self.short_k), False, SHORT_THRESHOLD)
             return by_distance(k)
         if self.mode == "all":
-            return PairTest(max(k, self.long_k), bool(self.signature), LONG_THRESHOLD)
+            limit = self.probe_cap if probed else self.long_k
+            return PairTest(max(k, limit), bool(self.signature), LONG_THRESHOLD)
         return PairTest(k, bool(self.signature), None)
 
     def radius(self, query_norm: str, k: int) -> int:
@@ -226,9 +272,11 @@ class VerifyPolicy:
         The widest test the query can meet: a query below
         :data:`KEEP_TEXT_CHARS` may pair with a short text; a longer one
         cannot reach the short threshold against one. Never less than ``k``;
-        above 3, a writer takes the store-wide lock (store/locking.py).
+        above 3, a writer takes the store-wide lock (store/locking.py). A
+        probed query (:meth:`probe_budget`) reaches up to the cap.
         """
-        r = self.test(k, short=False).radius
+        probed = self.probe_budget(query_norm, k) is not None
+        r = self.test(k, short=False, probed=probed).radius
         if len(query_norm) < KEEP_TEXT_CHARS:
             r = max(r, self.test(k, short=True).radius)
         return r
@@ -241,6 +289,7 @@ class VerifyPolicy:
         k: int,
         *,
         signature_match: bool = False,
+        probed: bool = False,
     ) -> bool:
         """Whether a candidate the index returned is a near-duplicate of the query.
 
@@ -249,7 +298,9 @@ class VerifyPolicy:
           similarity >= :data:`SHORT_THRESHOLD`;
         - two long texts under ``"short"``: ``distance <= k``;
         - two long texts under ``"all"``: (``distance <= max(k, LONG_K)`` or
-          the sentence signatures match) and similarity >= :data:`LONG_THRESHOLD`.
+          the sentence signatures match) and similarity >= :data:`LONG_THRESHOLD`;
+          ``probed`` (the query was searched by probes): ``distance <=
+          max(k, probe_cap)`` instead of ``LONG_K``.
 
         ``candidate`` None means the store kept no text for the candidate
         (under ``"short"``: it is at least :data:`KEEP_TEXT_CHARS` long). A
@@ -268,7 +319,7 @@ class VerifyPolicy:
         if candidate is None or candidate is TEXT_LOST or not self.verifies:
             return bool(judge(by_distance(k), distance, False, _unmeasured))
         text = candidate
-        test = self.test(k, is_short(query_norm) or is_short(text))
+        test = self.test(k, is_short(query_norm) or is_short(text), probed)
         return bool(judge(test, distance, signature_match, lambda: similarity(query_norm, text)))
 
     def decide(
@@ -325,7 +376,8 @@ def accept(
     mode: VerifyMode = "short",
     *,
     signature_match: bool = False,
+    probed: bool = False,
 ) -> bool:
     """:meth:`VerifyPolicy.accept` of the store's policy of ``mode``."""
     return policy_for(mode).accept(query_norm, candidate_norm, distance, k,
-                                   signature_match=signature_match)
+                                   signature_match=signature_match, probed=probed)

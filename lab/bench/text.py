@@ -1,0 +1,195 @@
+"""``simhash-pg bench text``: text ``near()`` and verified text adds under each verify mode.
+
+The store is filled with ``--n`` random fingerprints by COPY (``bulk_load``)
+plus ``--texts`` synthetic news-like texts (families of a seed text and
+copies with a few word edits) stored with their verification texts. Then,
+side by side in one run, for ``off``, ``short`` and ``all`` (the default:
+margin-ranked probes for long texts, docs/design.md "Probe forms"):
+
+- text ``near()``: p50/p99 over edited copies of stored texts, the modes
+  interleaved query by query so that they share cache and load;
+- verified text adds/s with ``--clients`` processes (dedup on, each add its
+  own transaction and lock set), a mode at a time for ``--seconds``.
+
+Runs on a throwaway server (deleted afterwards unless --keep), or on --dsn,
+whose database it EMPTIES (downgrade to base, upgrade).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import time
+from typing import Any
+
+import click
+
+from lab.bench._scratch import scratch_dsn, scratch_options
+from lab.bench.timing import pct
+
+MODES = ("off", "short", "all")
+_VOCAB = (
+    "market stocks oil rally falls rise bank rates city council vote school budget storm "
+    "warning river flood police report new plan train strike airport delay winter heat "
+    "record crowd museum opens bridge closed election result tax cut hospital nurses "
+    "minister said on tuesday after the talks that prices would keep climbing through "
+    "spring while unions warned of further action across the region and its ports "
+    "officials expect growth to slow as exports weaken and consumers spend less money"
+).split()
+
+
+def _sentences(words: list[str]) -> str:
+    return ". ".join(" ".join(words[j : j + 12]).capitalize()
+                     for j in range(0, len(words), 12)) + "."
+
+
+def edit(rnd: random.Random, words: list[str], edits: int) -> list[str]:
+    w = list(words)
+    for _ in range(edits):
+        i = rnd.randrange(len(w))
+        op = rnd.choice(("drop", "add", "replace"))
+        if op == "drop" and len(w) > 10:
+            del w[i]
+        elif op == "add":
+            w.insert(i, rnd.choice(_VOCAB))
+        else:
+            w[i] = rnd.choice(_VOCAB)
+    return w
+
+
+def make_texts(seed: int, families: int, copies: int) -> list[list[list[str]]]:
+    """Families of word lists: a seed text (80-200 words) and edited copies."""
+    rnd = random.Random(seed)
+    out = []
+    for _ in range(families):
+        words = rnd.choices(_VOCAB, k=rnd.randint(80, 200))
+        out.append([words] + [edit(rnd, words, rnd.randint(1, 8)) for _ in range(copies)])
+    return out
+
+
+def _client(args: tuple[str, str, int, float, Any, Any]) -> None:
+    dsn, mode, seed, seconds, barrier, out = args
+    from simhash_pg.store import SimhashStore
+
+    rnd = random.Random(seed)
+    fams = make_texts(seed, 200, 0)
+    lat: list[float] = []
+    dups = 0
+    with SimhashStore(dsn, verify=mode) as store:  # type: ignore[arg-type]
+        for _ in range(5):  # warm-up: prepared statements
+            store.add(_sentences(edit(rnd, rnd.choice(fams)[0], 3)))
+        barrier.wait()
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            # half new texts, half edited copies of this client's earlier texts
+            words = rnd.choice(fams)[0] if rnd.random() < 0.5 else rnd.choices(_VOCAB, k=120)
+            text = _sentences(edit(rnd, words, rnd.randint(1, 6)))
+            t = time.perf_counter()
+            r = store.add(text)
+            lat.append((time.perf_counter() - t) * 1000)
+            dups += not r.inserted
+    out.put((lat, dups))
+
+
+def adds(dsn: str, mode: str, clients: int, seconds: float, seed: int) -> dict[str, float]:
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(clients)
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_client,
+                         args=((dsn, mode, seed + 7919 * i, seconds, barrier, out),))
+             for i in range(clients)]
+    for p in procs:
+        p.start()
+    try:
+        results = [out.get(timeout=seconds + 300) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(30)
+            if p.is_alive():
+                p.kill()
+    lat = [x for r in results for x in r[0]]
+    rate = sum(len(r[0]) / (sum(r[0]) / 1000) for r in results if r[0])
+    return {"adds_s": rate, "p50": pct(lat, 50), "p99": pct(lat, 99),
+            "dups": sum(r[1] for r in results) / max(len(lat), 1)}
+
+
+@click.command("text")
+@click.option("--n", "n", type=click.IntRange(1000), default=1_000_000, show_default=True,
+              help="Random fingerprints stored (COPY) besides the texts.")
+@click.option("--texts", type=click.IntRange(10), default=3000, show_default=True,
+              help="Synthetic texts stored with their verification texts.")
+@click.option("--queries", type=click.IntRange(10), default=500, show_default=True,
+              help="Text near() queries per mode.")
+@click.option("--clients", type=click.IntRange(1), default=2, show_default=True)
+@click.option("--seconds", type=click.FloatRange(1), default=10.0, show_default=True,
+              help="Time per mode for the adds.")
+@click.option("--seed", type=int, default=1, show_default=True)
+@scratch_options
+def command(n: int, texts: int, queries: int, clients: int, seconds: float, seed: int,
+            dsn: str | None, home: str | None, keep: bool) -> None:
+    """Text near() p50/p99 and verified text adds/s under off, short and all."""
+    with scratch_dsn(dsn, home=home, keep=keep) as url:
+        _run(url, n, texts, queries, clients, seconds, seed)
+
+
+def _run(dsn: str, n: int, texts: int, queries: int, clients: int, seconds: float,
+         seed: int) -> None:
+    import psycopg
+
+    from lab.bench.store import make_data
+    from lab.bench.stream import _prewarm
+    from simhash_pg.db import migrate
+    from simhash_pg.store import SimhashStore
+
+    echo = click.echo
+    migrate.downgrade(dsn, "base")
+    migrate.upgrade(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
+    echo(f"simhash-pg bench text: n={n:,} random rows + {texts:,} texts, {queries} queries "
+         f"per mode, {clients} clients x {seconds:g} s per mode, seed={seed}")
+    echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores")
+    t = time.perf_counter()
+    copies = 9
+    fams = make_texts(seed, max(1, texts // (copies + 1)), copies)
+    stored = [_sentences(w) for f in fams for w in f]
+    with SimhashStore(dsn, verify="all") as store:
+        store.bulk_load(make_data(n, seed, False))
+        store.add_many(stored, dedup=False)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        warmed = _prewarm(conn)
+    echo(f"loaded {n:,} fingerprints and {len(stored):,} texts, checkpoint, warm-up "
+         f"({warmed}) in {time.perf_counter() - t:.1f} s")
+
+    rnd = random.Random(seed + 1)
+    qs = [_sentences(edit(rnd, rnd.choice(fams)[0], rnd.randint(1, 8))) for _ in range(queries)]
+    lat: dict[str, list[float]] = {m: [] for m in MODES}
+    found: dict[str, int] = dict.fromkeys(MODES, 0)
+    stores = {m: SimhashStore(dsn, verify=m) for m in MODES}  # type: ignore[arg-type]
+    try:
+        for s in stores.values():  # warm-up
+            for q in qs[:10]:
+                s.near(q)
+        for q in qs:  # interleaved: the modes share cache and load
+            for m, s in stores.items():
+                t = time.perf_counter()
+                hits = s.near(q)
+                lat[m].append((time.perf_counter() - t) * 1000)
+                found[m] += bool(hits)
+    finally:
+        for s in stores.values():
+            s.close()
+    figures = {m: adds(dsn, m, clients, seconds, seed * 100 + i) for i, m in enumerate(MODES)}
+    head = (f"{'mode':<6} {'near p50':>9} {'near p99':>9} {'found':>6} {'adds/s':>8} "
+            f"{'add p50':>8} {'add p99':>8} {'dups':>5}")
+    echo(head)
+    echo("-" * len(head))
+    for m in MODES:
+        f = figures[m]
+        echo(f"{m:<6} {pct(lat[m], 50):>9.2f} {pct(lat[m], 99):>9.2f} "
+             f"{100 * found[m] / len(qs):>5.0f}% {f['adds_s']:>8,.0f} {f['p50']:>8.2f} "
+             f"{f['p99']:>8.2f} {100 * f['dups']:>4.0f}%")
+    echo("near: ms per text query (fingerprinting included), found = share of queries "
+         "with a match; adds: verified text adds with dedup, ms per add. Targets (issue "
+         "14): at 'all', adds/s >= 0.8x and near p50 <= 1.5x those of 'short'.")
