@@ -329,8 +329,8 @@ def make_texts(seed: int = 7) -> list[list[str]]:
     return families
 
 
-def _text_worker(args: tuple[str, int, bool, Any]) -> int:
-    dsn, index, probe_locks, barrier = args
+def _text_worker(args: tuple[str, int, bool, Any, bool]) -> int:
+    dsn, index, probe_locks, barrier, batches = args
     families = make_texts()
     rnd = random.Random(2000 + index)
     n = 0
@@ -341,6 +341,11 @@ def _text_worker(args: tuple[str, int, bool, Any]) -> int:
             order = list(range(len(family)))
             rnd.shuffle(order)
             barrier.wait()
+            if batches and index % 2:  # odd processes: the family as one add_many batch
+                store.add_many([Doc(family[v], meta={"family": f, "variant": v})
+                                for v in order])
+                n += len(order)
+                continue
             for v in order:
                 store.add(family[v], meta={"family": f, "variant": v})
                 n += 1
@@ -361,9 +366,10 @@ def _later_rows_finding_earlier(pg_dsn: str) -> list[tuple[int, int]]:
     return bad
 
 
-@pytest.mark.parametrize("probe_locks", [True, False])
+@pytest.mark.parametrize(("probe_locks", "batches"), [(True, False), (False, False),
+                                                     (True, True)])
 def test_concurrent_text_adds_store_no_duplicates_under_the_default(
-    pg: psycopg.Connection, pg_dsn: str, probe_locks: bool
+    pg: psycopg.Connection, pg_dsn: str, probe_locks: bool, batches: bool
 ) -> None:
     pg.execute("TRUNCATE simhash_documents RESTART IDENTITY")
     SimhashStore(pg_dsn).close()  # recorded once, not raced by 8 openers
@@ -373,11 +379,13 @@ def test_concurrent_text_adds_store_no_duplicates_under_the_default(
         barrier = manager.Barrier(PROCESSES)
         with ctx.Pool(PROCESSES) as procs:
             done = procs.map(_text_worker,
-                             [(pg_dsn, i, probe_locks, barrier) for i in range(PROCESSES)])
+                             [(pg_dsn, i, probe_locks, barrier, batches)
+                              for i in range(PROCESSES)])
     seconds = time.perf_counter() - start
     bad = _later_rows_finding_earlier(pg_dsn)
     n = pg.execute("SELECT count(*) FROM simhash_documents").fetchone()
-    print(f"\n[probe_locks={probe_locks}] {sum(done)} text adds in {seconds:.1f} s, "
+    print(f"\n[probe_locks={probe_locks} batches={batches}] {sum(done)} text adds in "
+          f"{seconds:.1f} s, "
           f"{n[0] if n else 0} rows stored, {len(bad)} duplicate pairs stored")
     if probe_locks:
         assert bad == []

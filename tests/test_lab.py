@@ -46,7 +46,7 @@ def test_the_runtime_package_never_imports_the_lab() -> None:
 
 
 @pytest.mark.parametrize("args", [["eval", "--help"], ["bench", "--help"],
-                                  ["bench", "hnsw", "--help"]])
+                                  ["bench", "hnsw", "--help"], ["bench", "text", "--help"]])
 def test_lab_commands_run_from_the_checkout(args: list[str]) -> None:
     proc = _cli(*args)
     assert proc.returncode == 0, proc.stderr
