@@ -135,7 +135,8 @@ def lookup(
             probed.append(i)
         else:
             groups.setdefault(policy.radius(t.text, k), []).append(i)
-    sig_pos = ([i for i, t in enumerate(texts) if t.sig is not None and i not in set(probed)]
+    is_probed = set(probed)
+    sig_pos = ([i for i, t in enumerate(texts) if t.sig is not None and i not in is_probed]
                if policy.signature else [])
     with conn.pipeline():
         c_probed = (
@@ -166,7 +167,6 @@ def lookup(
     if c_probed is not None:
         for q, *row in c_probed.fetchall():
             rows[probed[q - 1]].setdefault(row[0], tuple(row))
-    is_probed = set(probed)
     out: list[list[Candidate]] = []
     for i in range(n):
         qt = texts[i]
