@@ -19,6 +19,7 @@ import numpy.typing as npt
 __all__ = [
     "BLOCKS",
     "BLOCK_BITS",
+    "BLOCK_OFFSET",
     "BLOCK_SHIFTS",
     "MAX_FINGERPRINT",
     "blocks",
@@ -35,7 +36,7 @@ BLOCKS = 4
 BLOCK_BITS = 16
 # Where each block starts: b0 = bits 48-63, b1 = bits 32-47, b2 = 16-31, b3 = 0-15.
 BLOCK_SHIFTS = (48, 32, 16, 0)
-_BLOCK_OFFSET = 1 << 15  # smallint holds block - 32768
+BLOCK_OFFSET = 1 << 15  # smallint holds block - 32768
 _SIGN = 1 << 63
 _WRAP = 1 << 64
 
@@ -78,7 +79,7 @@ def blocks(fp: int) -> tuple[int, int, int, int]:
     Equal to the generated columns b0..b3 that PostgreSQL derives.
     """
     b0, b1, b2, b3 = raw_blocks(check_fingerprint(fp))
-    return b0 - _BLOCK_OFFSET, b1 - _BLOCK_OFFSET, b2 - _BLOCK_OFFSET, b3 - _BLOCK_OFFSET
+    return b0 - BLOCK_OFFSET, b1 - BLOCK_OFFSET, b2 - BLOCK_OFFSET, b3 - BLOCK_OFFSET
 
 
 def raw_blocks(fp: int) -> tuple[int, int, int, int]:
@@ -110,7 +111,7 @@ def blocks_array(fps: npt.ArrayLike) -> npt.NDArray[np.int64]:
     arr = np.asarray(fps, dtype=np.uint64)
     shifts = np.array(BLOCK_SHIFTS, dtype=np.uint64)
     raw = (arr[:, None] >> shifts) & np.uint64(0xFFFF)
-    return raw.astype(np.int64) - _BLOCK_OFFSET
+    return raw.astype(np.int64) - BLOCK_OFFSET
 
 
 def to_unsigned_array(values: npt.ArrayLike) -> npt.NDArray[np.uint64]:

@@ -41,7 +41,14 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from simhash_pg.bits import BLOCK_BITS, BLOCKS, check_fingerprint, raw_blocks
+from simhash_pg.bits import (
+    BLOCK_BITS,
+    BLOCK_OFFSET,
+    BLOCK_SHIFTS,
+    BLOCKS,
+    check_fingerprint,
+    raw_blocks,
+)
 from simhash_pg.text.simhash import vote_with_margins  # re-exported: probes start from margins
 
 __all__ = [
@@ -58,9 +65,6 @@ __all__ = [
 BitCost = Literal["squared", "absolute"]
 COSTS: tuple[BitCost, ...] = ("squared", "absolute")
 _BLOCK_MASK = (1 << BLOCK_BITS) - 1
-_BLOCK_OFFSET = 1 << (BLOCK_BITS - 1)  # smallint holds block - 32768 (bits.py)
-# Bit positions of block b_i in the fingerprint: b0 = bits 48-63 ... b3 = bits 0-15.
-_BLOCK_SHIFT = tuple(BLOCK_BITS * (BLOCKS - 1 - i) for i in range(BLOCKS))
 
 
 Margins = Sequence[int] | npt.NDArray[np.integer]
@@ -78,7 +82,7 @@ def block_bits(i: int) -> range:
     """Fingerprint bit positions of block ``b_i`` (``b0``: 48..63), least significant first."""
     if not 0 <= i < BLOCKS:
         raise ValueError(f"block index must be 0..{BLOCKS - 1}, got {i}")
-    return range(_BLOCK_SHIFT[i], _BLOCK_SHIFT[i] + BLOCK_BITS)
+    return range(BLOCK_SHIFTS[i], BLOCK_SHIFTS[i] + BLOCK_BITS)
 
 
 def iter_flips(costs: Sequence[float]) -> Iterator[tuple[float, int]]:
@@ -149,7 +153,7 @@ def block_probes(
     values = raw_blocks(value)
     out: list[list[int]] = []
     for i in range(BLOCKS):
-        lo = _BLOCK_SHIFT[i]
+        lo = BLOCK_SHIFTS[i]
         masks = cheapest_flips(costs[lo : lo + BLOCK_BITS], budgets[i])
-        out.append([(values[i] ^ m) - _BLOCK_OFFSET for m in masks])
+        out.append([(values[i] ^ m) - BLOCK_OFFSET for m in masks])
     return out[0], out[1], out[2], out[3]
