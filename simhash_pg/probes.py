@@ -64,7 +64,6 @@ __all__ = [
 
 BitCost = Literal["squared", "absolute"]
 COSTS: tuple[BitCost, ...] = ("squared", "absolute")
-_BLOCK_MASK = (1 << BLOCK_BITS) - 1
 
 
 Margins = Sequence[int] | npt.NDArray[np.integer]
