@@ -44,7 +44,7 @@ import numpy.typing as npt
 from lab.evaluation import EvalSet, PairScores, default_eval_dir, load_eval
 from simhash_pg import verify as V
 from simhash_pg.text.schemes import get_scheme
-from simhash_pg.text.signatures import sentence_signature
+from simhash_pg.text.signatures import sentence_signature_normalized
 from simhash_pg.text.simhash import Fingerprinter
 
 __all__ = [
@@ -140,16 +140,19 @@ def load_pairs(
     short: bool,
     sample: int | None = None,
     seed: int = 0,
-    html: bool = False,
-    t2s: bool = True,
+    scheme: Any = None,
 ) -> PairSet:
-    """Load ``pairs.jsonl`` (or ``pairs_short.jsonl``) and the texts they name."""
+    """Load ``pairs.jsonl`` (or ``pairs_short.jsonl``) and the texts they name.
+
+    Verification texts are made as a store with ``scheme`` makes them.
+    """
     es: EvalSet = load_eval(directory, short=short)
     if sample is not None:
         es = es.sample(sample, seed=seed)
     ids = sorted({p["a"] for p in es.pairs} | {p["b"] for p in es.pairs})
     texts = {i: es.texts[i] for i in ids}
-    vtexts = {i: V.verification_text(t, html=html, t2s=t2s) for i, t in texts.items()}
+    fp = Fingerprinter(scheme)
+    vtexts = {i: V.alnum_only(fp.normalize(t)) for i, t in texts.items()}
     ps = es.pairs
     return PairSet(
         name="short" if short else "documents",
@@ -315,8 +318,8 @@ def similarities(ps: PairSet) -> npt.NDArray[np.float64]:
 
 def signature_matches(ps: PairSet, scheme: Any = None) -> npt.NDArray[np.bool_]:
     """Whether both sides have the same n-longest-sentences signature."""
-    s = get_scheme(scheme)
-    sig = {i: sentence_signature(t, html=s.html, t2s=s.t2s) for i, t in ps.texts.items()}
+    fp = Fingerprinter(scheme)
+    sig = {i: sentence_signature_normalized(fp.normalize(t)) for i, t in ps.texts.items()}
     return np.array(
         [sig[a] is not None and sig[a] == sig[b] for a, b in zip(ps.a, ps.b, strict=True)],
         dtype=bool,

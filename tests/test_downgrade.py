@@ -190,8 +190,8 @@ def test_only_rows_stored_before_the_reupgrade_go_unverified(pg_dsn: str) -> Non
 def brute_near(store: SimhashStore, text: str, k: int, lost: set[int]) -> list[tuple[int, int]]:
     """(id, distance) of every stored row accept() takes; rows in ``lost`` have no text."""
     sc = store.scheme
-    q = verification_text(text, html=sc.html, t2s=sc.t2s)
-    qsig = sentence_signature_signed(text, html=sc.html, t2s=sc.t2s)
+    q = verification_text(text, html=sc.html, t2s=sc.t2s, visible=bool(sc.visible))
+    qsig = sentence_signature_signed(text, html=sc.html, t2s=sc.t2s, visible=bool(sc.visible))
     fp = store.fingerprint(text)
     hits = []
     for id_, sfp, vtext, sig in store.connection.execute(

@@ -15,7 +15,7 @@ import simhash_pg.text.features as features_mod
 from simhash_pg import hamming
 from simhash_pg.text.features import chars_gram_hash, extract_hashed, extract_named, feature_hash
 from simhash_pg.text.normalize import normalize
-from simhash_pg.text.schemes import SCHEME_NAMES, Scheme, get_scheme
+from simhash_pg.text.schemes import SCHEME_NAMES, SCHEME_VERSION, Scheme, get_scheme
 from simhash_pg.text.simhash import Fingerprinter, NoFeaturesError, fingerprint, vote
 
 ZH = "市图书馆从下个月起延长开放时间，工作日开放到晚上九点。馆方表示，新增的自习区有两百个座位。"
@@ -135,7 +135,7 @@ def test_auto_uses_short_shingles_for_short_text() -> None:
 def test_scheme_round_trip(spec: str) -> None:
     s = get_scheme(spec)
     d = s.to_dict()
-    assert d["version"] == 1 and d["name"] == s.name
+    assert d["version"] == SCHEME_VERSION == 2 and d["name"] == s.name
     assert Scheme.from_dict(d) == s
     assert get_scheme(s.to_json()) == s
     assert get_scheme(d) is not s and get_scheme(d) == s
@@ -146,8 +146,9 @@ def test_scheme_round_trip(spec: str) -> None:
 def test_scheme_dict_shapes() -> None:
     assert Scheme().to_dict() == {
         "name": "auto",
-        "version": 1,
+        "version": 2,
         "html": False,
+        "visible": True,
         "t2s": True,
         "n": 5,
         "short": 50,
@@ -155,12 +156,21 @@ def test_scheme_dict_shapes() -> None:
     }
     assert get_scheme("zh-tfidf").to_dict() == {
         "name": "zh-tfidf",
-        "version": 1,
+        "version": 2,
         "html": False,
+        "visible": True,
         "t2s": True,
         "top_n": None,
         "hmm": False,
     }
+    # Version 1 dicts (stores made before version 2) have no 'visible' and stay as they were.
+    v1 = {"name": "auto", "version": 1, "html": False, "t2s": True, "n": 5, "short": 50,
+          "short_n": 2}
+    assert Scheme.from_dict(v1).to_dict() == v1 == get_scheme("auto:version=1").to_dict()
+    assert not Scheme.from_dict(v1).visible
+    # html=true parses the markup itself: visible is off, and both at once are refused.
+    assert get_scheme("auto:html=true").to_dict()["visible"] is False
+    assert get_scheme("words:visible=false").to_dict()["visible"] is False
     assert get_scheme("chars:n=4").to_dict()["weight"] == "binary"
     assert get_scheme("words").to_dict()["weight"] == "tf"
     # A parameter a scheme does not read does not make a different scheme.
@@ -179,6 +189,11 @@ def test_scheme_dict_shapes() -> None:
         {"name": "chars", "n": 3},
         {"name": "chars", "version": 99},
         {"name": "words", "version": 1, "weight": "log"},
+        {"name": "auto", "version": 1, "visible": True},  # visible came with version 2
+        {"name": "auto", "version": 1, "visible": False},
+        "auto:version=1,visible=true",
+        "auto:html=true,visible=true",
+        "auto:visible=maybe",
     ],
 )
 def test_bad_schemes(bad: object) -> None:

@@ -63,3 +63,29 @@ def test_same_fingerprints_in_other_processes(seed: str) -> None:
     )
     expected = [[c["fingerprints"][k] for k in TEXTS] for c in CASES]
     assert json.loads(proc.stdout) == expected
+
+
+def _by(scheme: dict[str, Any]) -> dict[str, str]:
+    return next(c["fingerprints"] for c in CASES if c["scheme"] == scheme)
+
+
+def test_both_versions_of_the_default_are_pinned() -> None:
+    v2 = Scheme().to_dict()
+    v1 = {k: v for k, v in v2.items() if k != "visible"} | {"version": 1}
+    assert v2["version"] == 2 and v2["visible"] is True
+    assert _by(v1) and _by(v2)
+
+
+def test_version_2_changes_only_texts_with_markup() -> None:
+    # Stores keep their version: version 1's values above never change. Under
+    # version 2, a text with no well-formed tag or entity fingerprints exactly
+    # as under version 1; visible=false is version 1 for every text.
+    from simhash_pg.text.visible import strip_markup
+
+    v2 = Scheme().to_dict()
+    v1 = {k: v for k, v in v2.items() if k != "visible"} | {"version": 1}
+    old, new, off = _by(v1), _by(v2), _by(v2 | {"visible": False})
+    assert off == old
+    changed = {name for name in TEXTS if new[name] != old[name]}
+    assert changed == {name for name, t in TEXTS.items() if strip_markup(t) != t}
+    assert changed == {"html", "zh_markup"}  # mixed_code's Vec<T> and lt_text stay text

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_pg.bits import MAX_FINGERPRINT, hamming, to_signed
+from simhash_pg.bits import MAX_FINGERPRINT, hamming, to_signed, to_unsigned
 from simhash_pg.store import (
     AddResult,
     Doc,
@@ -442,3 +442,45 @@ def test_binary_copy_data_round_trips(pg: psycopg.Connection, fps: list[int]) ->
         copy.write(data)
     got = pg.execute("SELECT id, fp, bits::text FROM copied ORDER BY id").fetchall()
     assert got == [(i + 1, to_signed(fp), format(fp, "064b")) for i, fp in enumerate(fps)]
+
+
+def test_a_store_keeps_its_scheme_version(pg_dsn: str) -> None:
+    """A store made before scheme version 2 keeps fingerprinting as version 1.
+
+    New stores fingerprint the visible text (tags stripped, entities decoded);
+    one that records version 1 (as every store made before did) opens with it
+    and stores and finds exactly what it did before.
+    """
+    from simhash_pg.text.schemes import Scheme
+    from simhash_pg.text.simhash import Fingerprinter
+
+    plain = "The community pool will be closed for maintenance from Monday to Wednesday."
+    marked = ('<p class="notice">The community pool&nbsp;will be <b>closed</b> for maintenance'
+              " from Monday to Wednesday.</p>")
+    v1 = Scheme(version=1)
+    with SimhashStore(pg_dsn, scheme=v1) as s:  # what an older simhash-pg recorded
+        s.add(marked, key="old")
+    with psycopg.connect(pg_dsn) as c:
+        assert c.execute("SELECT value FROM simhash_meta WHERE name = 'scheme'").fetchone() == (
+            v1.to_dict(),)
+        assert "visible" not in v1.to_dict()
+    with SimhashStore(pg_dsn) as s:
+        assert s.scheme == v1 and not s.scheme.visible
+        s.add(plain, key="plain")
+        got = dict(s.connection.execute(
+            "SELECT key, fingerprint FROM simhash_documents").fetchall())
+        assert to_unsigned(got["old"]) == Fingerprinter(v1).fingerprint(marked)
+        assert to_unsigned(got["plain"]) == Fingerprinter(v1).fingerprint(plain)
+        assert Fingerprinter(v1).fingerprint(marked) != Fingerprinter(v1).fingerprint(plain)
+        assert [m.key for m in s.near(marked, k=0)] == ["old"]
+
+
+def test_a_new_store_fingerprints_the_visible_text(pg_dsn: str) -> None:
+    plain = "The community pool will be closed for maintenance from Monday to Wednesday."
+    marked = ('<p class="notice">The community pool&nbsp;will be <b>closed</b> for maintenance'
+              " from Monday to Wednesday.</p>")
+    with SimhashStore(pg_dsn) as s:
+        assert s.scheme.to_dict()["version"] == 2 and s.scheme.visible
+        a = s.add(marked, key="marked")
+        assert [m.key for m in s.near(plain, k=0)] == ["marked"]
+        assert s.add(plain, key="plain", dedup=True).duplicate_of == a.id

@@ -63,8 +63,8 @@ def brute_near(store: SimhashStore, text: str, k: int) -> list[tuple[int, int]]:
     row, judged by the rule.
     """
     sc = store.scheme
-    q = verification_text(text, html=sc.html, t2s=sc.t2s)
-    qsig = sentence_signature_signed(text, html=sc.html, t2s=sc.t2s)
+    q = verification_text(text, html=sc.html, t2s=sc.t2s, visible=bool(sc.visible))
+    qsig = sentence_signature_signed(text, html=sc.html, t2s=sc.t2s, visible=bool(sc.visible))
     fp, probes = store.fingerprinter.fingerprint_probes(text, PROBE_T)
     probed = store.verify == "all" and k <= 3 and len(q) >= KEEP_TEXT_CHARS
     hits = []

@@ -1,17 +1,21 @@
-"""Opt-in markup stripping and the labelling rule's overlap as verification."""
+"""Visible text (the default scheme's markup stripping) and the labelling rule's overlap."""
 
 from __future__ import annotations
 
 import html
 import re
+from html.entities import html5
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_pg.text.normalize import normalize
-from simhash_pg.text.visible import normalize_visible, strip_markup
+from simhash_pg.text.signatures import sentence_signature
+from simhash_pg.text.simhash import Fingerprinter
+from simhash_pg.text.visible import HTML_ELEMENTS, normalize_visible, strip_markup
 from simhash_pg.verify import alnum_only, shingles
+from simhash_pg.verify.jaccard import verification_text
 from simhash_pg.verify.overlap import is_duplicate, ngram_for, overlap
 
 # ------------------------------------------------------------------ strip_markup
@@ -41,6 +45,12 @@ def test_markup_goes_entities_decode(raw: str, visible: str) -> None:
         "AT&T shares rose 3% <- note",
         "中文里的《书名》和〈篇名〉",
         "email <> nobody",
+        "if a<b and c>d then",  # looks like <b ...>, but no attribute has a value
+        "List<String> names = new ArrayList<>(); Optional<T> x; Map<K, V> m",
+        "#include <stdio.h> and <vector>",
+        "AT&T, R&D, this&nothing, &nbsp without its semicolon, &notanentity; &#;",
+        "<td nowrap> <input disabled>",  # bare attributes only: kept as text
+        "中文里的<奇妙的食光>和《书名》",  # the eval's zh articles use ASCII < > as quotes
     ],
 )
 def test_plain_text_is_left_alone(plain: str) -> None:
@@ -49,12 +59,47 @@ def test_plain_text_is_left_alone(plain: str) -> None:
 
 plain_texts = st.text(alphabet=st.characters(blacklist_characters="<&"), max_size=200)
 
+# Code and math: identifiers that are no HTML element and no entity name,
+# numbers and operators with '<', '>' and '&', with or without spaces.
+_idents = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,7}", fullmatch=True).filter(
+    lambda w: w.lower() not in HTML_ELEMENTS and f"{w};" not in html5)
+_tokens = st.one_of(
+    _idents, st.from_regex(r"[0-9]{1,4}", fullmatch=True),
+    st.builds("{}<{}>".format, _idents, _idents),  # generics: List<String>
+    st.builds("{}<{} {} {}>{}".format, _idents, _idents, _idents, _idents, _idents),  # a<b or c>d
+    st.builds("&{};".format, _idents),  # not an entity name
+    st.sampled_from(
+    ["<", ">", "<=", ">=", "<<", ">>", "&&", "&", "->", "=", "==", "!=", "(", ")", ";", ",",
+     "<>", "{", "}", "[", "]", "/", "+", "-", " < ", " > ", " & "]))
+code_texts = st.lists(st.tuples(_tokens, st.sampled_from(["", " ", "\n"])), max_size=40).map(
+    lambda ts: "".join(t + sep for t, sep in ts))
+
 
 @settings(max_examples=200, deadline=None)
 @given(plain_texts)
 def test_text_without_markup_characters_is_unchanged(text: str) -> None:
     assert strip_markup(text) == text
     assert normalize_visible(text) == normalize(text, t2s=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(code_texts)
+def test_code_and_math_are_left_alone(text: str) -> None:
+    # '<' and '&' in code or math never start markup: the text, and with it its
+    # fingerprint under the default scheme, is what version 1 made of it.
+    assert strip_markup(text) == text
+    v1, v2 = Fingerprinter("auto:version=1"), Fingerprinter()
+    assert v2.normalize(text) == v1.normalize(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(plain_texts)
+def test_plain_text_fingerprints_as_under_version_1(text: str) -> None:
+    v1, v2 = Fingerprinter("auto:version=1"), Fingerprinter()
+    assert v2.normalize(text) == v1.normalize(text)
+    assert v2._try(text) == v1._try(text)
+    assert sentence_signature(text) == sentence_signature(text, visible=False)
+    assert verification_text(text) == verification_text(text, visible=False)
 
 
 @settings(max_examples=200, deadline=None)

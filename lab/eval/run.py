@@ -47,7 +47,7 @@ def build_report(
             progress(f"loading {f.name}")
             sets.append(
                 Q.load_pairs(
-                    eval_dir, short=short, sample=sample, seed=seed, html=first.html, t2s=first.t2s
+                    eval_dir, short=short, sample=sample, seed=seed, scheme=first
                 )
             )
     if not sets:

@@ -11,8 +11,10 @@ Run from the repository root (figures in ``lab/experiments/margin_probes.md``):
 Pairs come from :func:`lab.noise.generate` (built at run time, never stored),
 labelled by the eval set's rule. Each configuration is a pipeline, offline:
 
-- normalisation: the default scheme's, :func:`simhash_pg.text.visible.normalize_visible`
-  (well-formed tags stripped, entities decoded), or the scheme option ``html=true``;
+- normalisation: scheme version 1's ("v1", markup is text), the visible text
+  (:func:`simhash_pg.text.visible.normalize_visible`: well-formed tags stripped,
+  entities decoded; the default scheme from version 2 on), or the scheme option
+  ``html=true``;
 - candidates: radius 11 (today's ``verify="all"``) or margin-ranked probes
   (T per block, Hamming cap), each OR the 3-sentence signature;
 - verification: today's Jaccard (:func:`simhash_pg.verify.accept`'s thresholds)
@@ -51,7 +53,7 @@ from simhash_pg.text.visible import normalize_visible
 from simhash_pg.verify.overlap import OVERLAP_THRESHOLD
 
 NORMALISERS: dict[str, Callable[[str], str] | None] = {
-    "default": None,
+    "v1": Fingerprinter(Scheme(version=1)).normalize,  # scheme version 1: markup is text
     "visible": normalize_visible,
     "html=true": Fingerprinter(Scheme(html=True)).normalize,
 }
@@ -69,7 +71,7 @@ class Config:
         return f"{self.norm}, {cand}, {self.verify}"
 
 
-TODAY = Config("default", False, "jaccard")
+TODAY = Config("v1", False, "jaccard")
 
 
 def detect(d: Directed, t: Texts, cfg: Config, t_block: int, cap: int,
@@ -137,11 +139,11 @@ def cmd_noise(args: argparse.Namespace) -> None:
     for cfg in configs:
         d, tt = d_of[cfg.norm]
         results[cfg.name] = detect(d, tt, cfg, args.t, args.cap, ranks)
-    d0, t0 = d_of["default"]
+    d0, t0 = d_of["v1"]
     check_today(d0, t0, results[TODAY.name])
 
-    shown = [Config("default", False, "jaccard"), Config("default", True, "jaccard"),
-             Config("visible", True, "jaccard"), Config("default", True, "overlap"),
+    shown = [Config("v1", False, "jaccard"), Config("v1", True, "jaccard"),
+             Config("visible", True, "jaccard"), Config("v1", True, "overlap"),
              Config("visible", True, "overlap"), Config("html=true", True, "overlap")]
     head = ["kind", "lang", "dup/non", *(c.name for c in shown)]
     rows = []
@@ -198,7 +200,7 @@ def directed_from_ids(a: list[str], b: list[str], t: Texts, dup: BoolA, lang: np
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
-    configs = [Config(nm, pr, ve) for nm in ("default", "visible") for pr in (False, True)
+    configs = [Config(nm, pr, ve) for nm in ("v1", "visible") for pr in (False, True)
                for ve in ("jaccard", "overlap")]
     rows = []
     for short in (False, True):

@@ -377,7 +377,8 @@ def _concrete_chars(scheme: Scheme, stripped: str) -> Scheme:
     if scheme.name == "chars":
         return scheme
     n = scheme.short_n if len(stripped) < scheme.short else scheme.n
-    return Scheme("chars", scheme.version, html=scheme.html, t2s=scheme.t2s, n=n, weight="binary")
+    return Scheme("chars", scheme.version, html=scheme.html, visible=scheme.visible,
+                  t2s=scheme.t2s, n=n, weight="binary")
 
 
 # --------------------------------------------------------------------------

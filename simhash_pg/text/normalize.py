@@ -11,7 +11,9 @@ any of them needs a new scheme version):
 3. NUL and the other C0/C1 control characters count as white space.
 4. Optional (``html=True``): markup is removed with selectolax, entities are
    decoded, ``<script>``/``<style>`` content is dropped, and block elements
-   separate words.
+   separate words. Else optional (``visible=True``, the default scheme's since
+   version 2): well-formed tags become a space and entities are decoded
+   (:func:`simhash_pg.text.visible.strip_markup`), nothing else.
 5. Unicode NFKC (full-width letters, digits and punctuation become their
    ordinary forms, ligatures and compatibility ideographs are unfolded), then
    ``str.casefold`` (stronger than ``lower``: ß -> ss).
@@ -26,6 +28,8 @@ import re
 import threading
 import unicodedata
 from typing import Any
+
+from simhash_pg.text.visible import strip_markup
 
 __all__ = ["ensure_str", "fix_surrogates", "normalize", "strip_html"]
 
@@ -91,7 +95,9 @@ def _t2s(text: str) -> str:
     return str(_opencc.convert(text))
 
 
-def normalize(text: str, *, html: bool = False, t2s: bool = False) -> str:
+def normalize(
+    text: str, *, html: bool = False, t2s: bool = False, visible: bool = False
+) -> str:
     """Normalise ``text`` by the rules in this module's docstring."""
     text = fix_surrogates(ensure_str(text))
     if "\x00" in text:
@@ -99,6 +105,8 @@ def normalize(text: str, *, html: bool = False, t2s: bool = False) -> str:
         text = text.replace("\x00", " ")
     if html:
         text = strip_html(text)
+    elif visible:
+        text = strip_markup(text)
     text = unicodedata.normalize("NFKC", text).casefold()
     if t2s and _has_han(text):
         text = _t2s(text)

@@ -8,8 +8,8 @@ stored beside the SimHash and matched by equality.
 How the signature is made (all of it is part of the definition; changing any
 step means a new :data:`SIGNATURE_VERSION`):
 
-1. normalise (:func:`simhash_pg.text.normalize.normalize`, same ``html``/``t2s``
-   as the store's scheme);
+1. normalise (:func:`simhash_pg.text.normalize.normalize`, same ``html``/``t2s``/
+   ``visible`` as the store's scheme);
 2. split into sentences after 。！？!?；; and after ``.`` or ``…`` followed by a
    space (NFKC has already turned full-width ！？；. into ASCII);
 3. reduce each sentence to its letters, digits and marks (the verification
@@ -61,10 +61,11 @@ def split_sentences(norm: str) -> list[str]:
 
 
 def longest_sentences(
-    text: str, n: int = DEFAULT_SENTENCES, *, html: bool = False, t2s: bool = True
+    text: str, n: int = DEFAULT_SENTENCES, *, html: bool = False, t2s: bool = True,
+    visible: bool = True,
 ) -> list[str]:
     """The ``n`` longest sentences of ``text`` as verification text, sorted."""
-    return _longest(normalize(text, html=html, t2s=t2s), n)
+    return _longest(normalize(text, html=html, t2s=t2s, visible=visible and not html), n)
 
 
 def _longest(norm: str, n: int) -> list[str]:
@@ -81,10 +82,11 @@ def _hash(chosen: list[str]) -> int | None:
 
 
 def sentence_signature(
-    text: str, n: int = DEFAULT_SENTENCES, *, html: bool = False, t2s: bool = True
+    text: str, n: int = DEFAULT_SENTENCES, *, html: bool = False, t2s: bool = True,
+    visible: bool = True,
 ) -> int | None:
     """Unsigned 64-bit hash of the ``n`` longest sentences, or None (too little text)."""
-    return _hash(longest_sentences(text, n, html=html, t2s=t2s))
+    return _hash(longest_sentences(text, n, html=html, t2s=t2s, visible=visible))
 
 
 def sentence_signature_normalized(norm: str, n: int = DEFAULT_SENTENCES) -> int | None:
@@ -94,8 +96,9 @@ def sentence_signature_normalized(norm: str, n: int = DEFAULT_SENTENCES) -> int 
 
 
 def sentence_signature_signed(
-    text: str, n: int = DEFAULT_SENTENCES, *, html: bool = False, t2s: bool = True
+    text: str, n: int = DEFAULT_SENTENCES, *, html: bool = False, t2s: bool = True,
+    visible: bool = True,
 ) -> int | None:
     """:func:`sentence_signature` as the signed ``bigint`` a PostgreSQL column holds."""
-    sig = sentence_signature(text, n, html=html, t2s=t2s)
+    sig = sentence_signature(text, n, html=html, t2s=t2s, visible=visible)
     return None if sig is None else to_signed(sig)

@@ -158,7 +158,8 @@ class Fingerprinter:
         return f"Fingerprinter({self.scheme.to_json()})"
 
     def normalize(self, text: str) -> str:
-        return normalize(text, html=self.scheme.html, t2s=self.scheme.t2s)
+        s = self.scheme
+        return normalize(text, html=s.html, t2s=s.t2s, visible=bool(s.visible))
 
     def concrete_scheme(self, text: str) -> Scheme:
         """The scheme actually applied to ``text`` (differs only for ``auto``)."""

@@ -50,13 +50,17 @@ SHORT_NGRAM = 2
 LONG_NGRAM = 3
 
 
-def verification_text(text: str, *, html: bool = False, t2s: bool = True) -> str:
+def verification_text(
+    text: str, *, html: bool = False, t2s: bool = True, visible: bool = True
+) -> str:
     """The text verification compares: normalised, letters, digits and marks only.
 
-    ``html`` and ``t2s`` should match the store's fingerprint scheme. This is
-    what a store keeps per document when verification is on.
+    ``html``, ``t2s`` and ``visible`` should match the store's fingerprint
+    scheme (the defaults are the default scheme's; ``visible`` is ignored
+    with ``html``). This is what a store keeps per document when
+    verification is on.
     """
-    return alnum_only(normalize(text, html=html, t2s=t2s))
+    return alnum_only(normalize(text, html=html, t2s=t2s, visible=visible and not html))
 
 
 def is_short(norm: str) -> bool:
