@@ -15,10 +15,10 @@ Our decision rule (:func:`decide`) is the store's (:mod:`simhash_pg.verify.rule`
 vectorised: a pair whose shorter side is a short text
 (:data:`simhash_pg.verify.SHORT_TEXT_CHARS`) is a duplicate when its Hamming
 distance is <= :data:`~simhash_pg.verify.SHORT_K` *and* its verification
-similarity reaches :data:`~simhash_pg.verify.SHORT_THRESHOLD`; a longer pair
-when its distance is <= k, or, with the long-text guard, <= ``LONG_K`` and
-similarity >= ``LONG_THRESHOLD``. The sentence signature
-(:mod:`simhash_pg.text.signatures`) can be OR-ed in.
+similarity (the rule version's, :meth:`VerifyPolicy.similarity`) reaches the
+short threshold; a longer pair when its distance is <= k, or, with the
+long-text guard, <= ``LONG_K`` and similarity >= the long threshold. The
+sentence signature (:mod:`simhash_pg.text.signatures`) can be OR-ed in.
 
 Distances come either from the fingerprints directly (fast path) or from the
 store: every text is added with ``add_many(dedup=False)``, each pair's ``a`` is
@@ -308,11 +308,12 @@ def fingerprint_distances(
     return _distances_of(fingerprints(ps, scheme, workers), ps)
 
 
-def similarities(ps: PairSet) -> npt.NDArray[np.float64]:
-    """Verification similarity (:func:`simhash_pg.verify.similarity`) of every pair."""
+def similarities(ps: PairSet, rule: int = V.RULE_VERSION) -> npt.NDArray[np.float64]:
+    """Verification similarity of every pair, as rule version ``rule`` measures it."""
     v = ps.vtexts
+    measure = V.VerifyPolicy(rule=rule).similarity
     return np.array(
-        [V.similarity(v[a], v[b]) for a, b in zip(ps.a, ps.b, strict=True)], dtype=np.float64
+        [measure(v[a], v[b]) for a, b in zip(ps.a, ps.b, strict=True)], dtype=np.float64
     )
 
 
@@ -435,6 +436,7 @@ class Rule:
     long_verify: bool = False
     long_k: int = V.LONG_K
     sentences: bool = False
+    rule: int = V.RULE_VERSION  # the duplicate rule's version (its similarity)
 
     def label(self) -> str:
         """The row name: the store's verify mode (see :func:`simhash_pg.verify.accept`)."""
@@ -459,7 +461,7 @@ class Rule:
         mode: V.VerifyMode = ("all" if self.long_verify
                               else "short" if self.short_verify else "off")
         return V.VerifyPolicy(mode, short_k=self.short_k, long_k=self.long_k,
-                              signature=self.sentences)
+                              signature=self.sentences, rule=self.rule)
 
     @property
     def max_k(self) -> int:
@@ -511,8 +513,13 @@ def measure_set(
     peers: bool,
     workers: int | None = None,
     progress: Progress = _quiet,
+    rule: int = V.RULE_VERSION,
 ) -> SetResult:
-    """Every signal the reports need for one pair set (the store path comes later)."""
+    """Every signal the reports need for one pair set (the store path comes later).
+
+    Similarities are rule version ``rule``'s: every :class:`Rule` decided on
+    them must have that version.
+    """
     secs: dict[str, float] = {}
 
     def timed(what: str, fn: Callable[[], Any]) -> Any:
@@ -531,7 +538,7 @@ def measure_set(
     res = SetResult(
         ps,
         dist,
-        timed("verification", lambda: similarities(ps)),
+        timed("verification", lambda: similarities(ps, rule)),
         timed("sentence signatures", lambda: signature_matches(ps, first)),
     )
     for s in rest:

@@ -410,3 +410,30 @@ def test_probes_are_recorded_and_read_back(pg_dsn: str) -> None:
         finally:
             conn.execute("UPDATE simhash_meta SET value = %s WHERE name = 'probes'",
                          [Jsonb({"t": PROBE_T, "cap": PROBE_CAP})])
+
+
+def test_the_rule_version_is_recorded_and_old_stores_keep_1(pg_dsn: str) -> None:
+    import psycopg
+    from psycopg.types.json import Jsonb
+
+    from simhash_pg.store import SchemaVersionError
+
+    get = "SELECT value FROM simhash_meta WHERE name = 'rule'"
+    title = "ITunes user sues Apple over iPod"
+    prefixed = "In pictures: " + title
+    with SimhashStore(pg_dsn) as store:  # a new store: the labelling rule's overlap
+        assert store.policy.rule == 2
+        store.add(title, key="t")
+        assert store.near(prefixed) == []  # overlap 0.74 < 0.8
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        assert conn.execute(get).fetchone() == (2,)
+        # a store made before the record (it has a scheme): rule 1, as it decided before
+        conn.execute("DELETE FROM simhash_meta WHERE name = 'rule'")
+        with SimhashStore(pg_dsn) as store:
+            assert store.policy.rule == 1
+            assert [m.key for m in store.near(prefixed)] == ["t"]  # Jaccard 0.74 >= 0.72
+        assert conn.execute(get).fetchone() == (1,)
+        for bad in (3, "2", True, None):
+            conn.execute("UPDATE simhash_meta SET value = %s WHERE name = 'rule'", [Jsonb(bad)])
+            with pytest.raises(SchemaVersionError, match="records duplicate rule"):
+                SimhashStore(pg_dsn)

@@ -163,7 +163,8 @@ def test_eval_rule_is_the_store_rule(a: str, b: str, d: int, sig: bool, mode: st
     rule = Q.Rule(k=3, short_verify=mode != "off", long_verify=mode == "all",
                   sentences=mode == "all")
     short = np.array([V.is_short(na) or V.is_short(nb)])
-    got = Q.decide(rule, np.array([d]), np.array([V.similarity(na, nb)]), short, np.array([sig]))
+    sim = V.policy_for(mode).similarity(na, nb)  # type: ignore[arg-type]
+    got = Q.decide(rule, np.array([d]), np.array([sim]), short, np.array([sig]))
     assert bool(got[0]) == V.accept(na, nb, d, 3, mode, signature_match=sig)  # type: ignore[arg-type]
 
 
@@ -284,3 +285,50 @@ def test_decide_is_accept_pair_by_pair(
         t = p.test(k, sh)
         want = (d <= t.radius or (g and t.signature)) and (t.threshold is None or s >= t.threshold)
         assert bool(got[i]) == want
+
+
+# --------------------------------------------------------------------------
+# the rule's versions: 1 Jaccard (stores made before), 2 the labelling rule's overlap
+
+
+def test_rule_2_is_the_labelling_rule() -> None:
+    from simhash_pg.verify.overlap import overlap
+
+    one, two = V.VerifyPolicy("all", rule=1), V.VerifyPolicy("all", rule=2)
+    assert V.VerifyPolicy().rule == V.RULE_VERSION == 2 and V.RULES == (1, 2)
+    # a title with and without a long site prefix: 0.74 of the longer's bigrams
+    a = V.verification_text("In pictures: ITunes user sues Apple over iPod")
+    b = V.verification_text("ITunes user sues Apple over iPod")
+    assert one.accept(a, b, 0, 3) and not two.accept(a, b, 0, 3)
+    # one digit of a 6-letter title: Jaccard 0.67, but 4 of 5 bigrams shared
+    c, d = V.verification_text("GDP up 2%"), V.verification_text("GDP up 3%")
+    assert not one.accept(c, d, 0, 3) and two.accept(c, d, 0, 3)
+    assert two.similarity(c, d) == overlap(c, d) == 0.8 and one.similarity(c, d) == 4 / 6
+    # a long text cut to 70%: 5-gram overlap 0.7 < 0.8 whatever the trigrams say
+    long_ = "".join(chr(0x4E00 + (i * 7) % 500) for i in range(400))
+    assert not two.accept(long_, long_[:280], 0, 3)
+    assert two.accept(long_, long_[:360], 0, 3)
+    assert (two.threshold(True), two.threshold(False)) == (0.8, 0.8)
+    assert (one.threshold(True), one.threshold(False)) == (V.SHORT_THRESHOLD, V.LONG_THRESHOLD)
+    for bad in (0, 3, True, "2"):
+        with pytest.raises(ValueError, match="rule version"):
+            V.VerifyPolicy(rule=bad)  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(text, text, st.integers(0, 20), st.booleans(), st.sampled_from(["off", "short", "all"]),
+       st.sampled_from(V.RULES))
+def test_accept_measures_by_the_rules_version(
+    a: str, b: str, d: int, sig: bool, mode: str, rule: int
+) -> None:
+    """accept() = the distance part and the version's similarity against its threshold."""
+    from simhash_pg.verify.overlap import overlap
+
+    p = V.VerifyPolicy(mode, rule=rule)  # type: ignore[arg-type]
+    na, nb = V.verification_text(a * 3), V.verification_text(b * 7)
+    short = V.is_short(na) or V.is_short(nb)
+    t = p.test(3, short)
+    sim = V.similarity(na, nb) if rule == 1 else overlap(na, nb)
+    assert p.similarity(na, nb) == sim
+    want = (d <= t.radius or (sig and t.signature)) and (t.threshold is None or sim >= t.threshold)
+    assert p.accept(na, nb, d, 3, signature_match=sig) == want

@@ -23,9 +23,9 @@ def render(report: dict[str, Any], console: Any, *, detail: bool = True) -> None
     console.print(
         f"[bold]simhash-pg eval[/bold] {report['eval_dir']} via {report['via']}; "
         f"scheme {report['scheme']}; short texts < {c['SHORT_TEXT_CHARS']} chars: "
-        f"k={c['SHORT_K']} + char-{c['SHORT_NGRAM']}-gram Jaccard >= {c['SHORT_THRESHOLD']}; "
-        f"long guard: k={c['LONG_K']} + char-{c['LONG_NGRAM']}-gram Jaccard >= "
-        f"{c['LONG_THRESHOLD']}"
+        f"k={c['SHORT_K']} + char-{c['SHORT_NGRAM']}-gram {c.get('MEASURE', 'Jaccard')} >= "
+        f"{c['SHORT_THRESHOLD']}; long guard: k={c['LONG_K']} + char-{c['LONG_NGRAM']}-gram "
+        f"{c.get('MEASURE', 'Jaccard')} >= {c['LONG_THRESHOLD']} (rule {c.get('RULE', 1)})"
     )
     for set_name, entry in report["sets"].items():
         t = Table(

@@ -97,6 +97,11 @@ def build_report(
                 ),
             }
 
+    from simhash_pg.verify import overlap as O
+
+    policy = V.VerifyPolicy(rule=V.RULE_VERSION)
+    measure, short_n, long_n = (("Jaccard", V.SHORT_NGRAM, V.LONG_NGRAM) if policy.rule == 1
+                                else ("overlap/max", O.SHORT_NGRAM, O.DOC_NGRAM))
     report: dict[str, Any] = {
         "eval_dir": str(eval_dir),
         "scheme": first.to_json(),
@@ -108,11 +113,13 @@ def build_report(
         "constants": {
             "SHORT_TEXT_CHARS": V.SHORT_TEXT_CHARS,
             "SHORT_K": V.SHORT_K,
-            "SHORT_NGRAM": V.SHORT_NGRAM,
-            "SHORT_THRESHOLD": V.SHORT_THRESHOLD,
+            "MEASURE": measure,
+            "SHORT_NGRAM": short_n,
+            "RULE": V.RULE_VERSION,
+            "SHORT_THRESHOLD": policy.threshold(True),
             "LONG_K": V.LONG_K,
-            "LONG_NGRAM": V.LONG_NGRAM,
-            "LONG_THRESHOLD": V.LONG_THRESHOLD,
+            "LONG_NGRAM": long_n,
+            "LONG_THRESHOLD": policy.threshold(False),
             "SENTENCES": DEFAULT_SENTENCES,
         },
         "peers": {
@@ -170,7 +177,8 @@ def build_report(
             verified = Q.sweep(
                 d,
                 ps.duplicate,
-                passes=res.similarity >= np.where(ps.short, V.SHORT_THRESHOLD, V.LONG_THRESHOLD),
+                passes=res.similarity >= np.where(ps.short, policy.threshold(True),
+                                                  policy.threshold(False)),
             )
             sweeps[name] = {
                 "auc": round(Q.auc_of(d, ps.duplicate, ps.lang, ps.kind), 4),
@@ -206,7 +214,8 @@ def _sentence_summary(res: Any, ks: list[int]) -> dict[str, Any]:
 
     ps = res.pairs
     sig = res.sentences
-    ok = res.similarity >= np.where(ps.short, V.SHORT_THRESHOLD, V.LONG_THRESHOLD)
+    policy = V.VerifyPolicy(rule=V.RULE_VERSION)
+    ok = res.similarity >= np.where(ps.short, policy.threshold(True), policy.threshold(False))
     out: dict[str, Any] = {"alone": Q.counts(sig, ps.duplicate).to_dict()}
     variants = [(f"k={k}", res.distance <= k, sig) for k in sorted({*ks, 6, 8, 10, 12})]
     variants.append((f"k={V.LONG_K} verified", (res.distance <= V.LONG_K) & ok, sig & ok))

@@ -166,7 +166,8 @@ class SimhashStore:
         # every question of the verify mode: verify? widen k? keep texts? signatures?
         self.policy = VerifyPolicy(verify or opened.recorded_verify,
                                    recorded=opened.recorded_verify,
-                                   probe_t=opened.probe_t, probe_cap=opened.probe_cap)
+                                   probe_t=opened.probe_t, probe_cap=opened.probe_cap,
+                                   rule=opened.rule)
         self.verify: VerifyMode = self.policy.mode
 
     # -- properties and life cycle -----------------------------------------------

@@ -8,8 +8,9 @@ first use and reused afterwards (``simhash-pg server stop`` stops it).
 The handshake, in order: the writers' lock timeout for the session; the
 schema (created or upgraded under an advisory lock with ``migrate=True``,
 else an outdated database is a :class:`SchemaVersionError`); the fingerprint
-scheme (recorded on first open, compared afterwards); the verify mode
-(recorded on first open by the first role allowed to).
+scheme (recorded on first open, compared afterwards); the verify mode, the
+probes and the duplicate rule's version (recorded on first open by the first
+role allowed to).
 """
 
 from __future__ import annotations
@@ -29,7 +30,14 @@ from simhash_pg.store.results import (
     SchemeMismatchError,
     StoreConnectionError,
 )
-from simhash_pg.verify import PROBE_CAP, PROBE_T, VERIFY_MODES, VerifyMode
+from simhash_pg.verify import (
+    PROBE_CAP,
+    PROBE_T,
+    RULE_VERSION,
+    RULES,
+    VERIFY_MODES,
+    VerifyMode,
+)
 
 if TYPE_CHECKING:
     from simhash_pg.text.schemes import Scheme
@@ -62,6 +70,7 @@ class Opened(NamedTuple):
     recorded_verify: VerifyMode  # the mode the database records
     probe_t: int  # margin-ranked probes of long text queries under "all": values per block
     probe_cap: int  # ... and their Hamming cap
+    rule: int  # the duplicate rule's version (simhash_pg.verify.rule.RULES)
 
 
 def open_database(
@@ -88,15 +97,16 @@ def open_database(
             [f"{round(lock_timeout * 1000)}ms" if lock_timeout is not None else "0"],
         )
         _ensure_schema(conn, resolved, do_migrate)
-        stored_scheme = _ensure_scheme(conn, resolved, scheme)
+        stored_scheme, new_store = _ensure_scheme(conn, resolved, scheme)
         recorded = _ensure_verify(conn, resolved, verify)
         probe_t, probe_cap = _ensure_probes(conn, resolved)
+        rule = _ensure_rule(conn, resolved, new_store)
     except BaseException:
         conn.close()
         raise
     if partitions:
         _ensure_partitions(conn)
-    return Opened(resolved, conn, stored_scheme, recorded, probe_t, probe_cap)
+    return Opened(resolved, conn, stored_scheme, recorded, probe_t, probe_cap, rule)
 
 
 def where(dsn: str) -> str:
@@ -175,11 +185,13 @@ def _ensure_schema(conn: psycopg.Connection[Any], dsn: str, do_migrate: bool) ->
 
 def _ensure_scheme(
     conn: psycopg.Connection[Any], dsn: str, scheme: Scheme | Mapping[str, Any] | str | None
-) -> Scheme:
+) -> tuple[Scheme, bool]:
+    """The stored scheme, and whether the store is new (no scheme was recorded yet)."""
     from simhash_pg.text.schemes import Scheme, get_scheme
 
     wanted = get_scheme(scheme)
     row = conn.execute(_GET_META, ["scheme"]).fetchone()
+    new_store = row is None
     if row is None:
         conn.execute(_PUT_META, ["scheme", Jsonb(wanted.to_dict())])
         row = conn.execute(_GET_META, ["scheme"]).fetchone()
@@ -199,7 +211,7 @@ def _ensure_scheme(
             "cannot be compared. Open it without a scheme (to use its own) or use "
             "another database."
         )
-    return stored
+    return stored, new_store
 
 
 def _ensure_verify(
@@ -249,6 +261,32 @@ def _ensure_probes(conn: psycopg.Connection[Any], dsn: str) -> tuple[int, int]:
             '{"t": an int >= 1, "cap": an int in 0..64}'
         )
     return t, cap
+
+
+def _ensure_rule(conn: psycopg.Connection[Any], dsn: str, new_store: bool) -> int:
+    """The database's duplicate rule version ('rule'), recorded on first open.
+
+    A new store records today's :data:`~simhash_pg.verify.RULE_VERSION`. A
+    store made before the record existed (it has a scheme but no 'rule')
+    records 1, the rule it was made with, so that it decides exactly as
+    before; its owner can move it on (docs/operations.md). A reader of a
+    store without the record uses what the first writer will record.
+    """
+    row = conn.execute(_GET_META, ["rule"]).fetchone()
+    if row is None:
+        value = RULE_VERSION if new_store else 1
+        try:
+            conn.execute(_PUT_META, ["rule", Jsonb(value)])
+        except psycopg.errors.InsufficientPrivilege:
+            return value
+        row = conn.execute(_GET_META, ["rule"]).fetchone()
+    got = row[0] if row else None
+    if isinstance(got, bool) or got not in RULES:
+        raise SchemaVersionError(
+            f"the database at {where(dsn)} records duplicate rule {got!r}, not one of "
+            f"{', '.join(map(str, RULES))} (made by a newer simhash-pg?)"
+        )
+    return cast(int, got)
 
 
 def _ensure_partitions(conn: psycopg.Connection[Any]) -> None:

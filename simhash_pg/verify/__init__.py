@@ -7,8 +7,8 @@
   Jaccard;
 - :mod:`~simhash_pg.verify.candidates`: the look-up of stored candidates and
   their filtering by the rule, for single and batch paths alike;
-- :mod:`~simhash_pg.verify.overlap`: the labelling rule's overlap measure
-  (opt-in, for experiments).
+- :mod:`~simhash_pg.verify.overlap`: the labelling rule's overlap measure,
+  the similarity of rule version 2 (new stores).
 """
 
 from simhash_pg.verify.candidates import Candidate, filter_candidates
@@ -30,6 +30,8 @@ from simhash_pg.verify.rule import (
     LONG_THRESHOLD,
     PROBE_CAP,
     PROBE_T,
+    RULE_VERSION,
+    RULES,
     SHORT_K,
     SHORT_THRESHOLD,
     TEXT_LOST,
@@ -55,6 +57,8 @@ __all__ = [
     "LONG_THRESHOLD",
     "PROBE_CAP",
     "PROBE_T",
+    "RULES",
+    "RULE_VERSION",
     "SHORT_K",
     "SHORT_NGRAM",
     "SHORT_TEXT_CHARS",

@@ -51,12 +51,20 @@ def overlap(a_norm: str, b_norm: str, n: int | None = None) -> float:
     size = ngram_for(a_norm, b_norm) if n is None else n
     if size < 1:
         raise ValueError("n must be >= 1")
-    codes = _pair_codes(a_norm, b_norm, size)
+    codes = (None if min(len(a_norm), len(b_norm)) < _SMALL
+             else _pair_codes(a_norm, b_norm, size))
     if codes is None:
         sa, sb = shingles(a_norm, size), shingles(b_norm, size)
         return len(sa & sb) / max(len(sa), len(sb))
     ga, gb = codes
-    return len(np.intersect1d(ga, gb, assume_unique=True)) / max(len(ga), len(gb))
+    both = np.concatenate((ga, gb))
+    both.sort()
+    shared = int(np.count_nonzero(both[1:] == both[:-1]))  # each side's codes are distinct
+    return shared / max(len(ga), len(gb))
+
+
+# Below this many characters (titles), Python sets beat NumPy's call overhead.
+_SMALL = 64
 
 
 def _pair_codes(
@@ -64,18 +72,24 @@ def _pair_codes(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
     """Both texts' distinct n-grams as integers, or None when they do not fit in 63 bits.
 
-    Characters get dense ids over the pair's joint alphabet (a few hundred to
-    a few thousand), so ``n`` ids of ``bits`` bits each pack into one int64:
-    a bijection with the n-gram strings of this pair, so the overlap is exact.
+    Code points below 2**(63 // n) (ASCII, Latin, Greek, Cyrillic ... for
+    5-grams) pack as they are; others get dense ids over the pair's joint
+    alphabet (a few hundred to a few thousand), so ``n`` ids of ``bits`` bits
+    each pack into one int64: a bijection with the n-gram strings of this
+    pair, so the overlap is exact.
     """
     if len(a) < n or len(b) < n:
         return None
     cps = np.frombuffer((a + b).encode("utf-32-le"), dtype="<u4")
-    alphabet, ids = np.unique(cps, return_inverse=True)
-    bits = max(1, int(len(alphabet) - 1).bit_length())
-    if bits * n > 63:
-        return None
-    ids = ids.astype(np.int64)
+    bits = int(cps.max()).bit_length()
+    if bits * n <= 63:
+        ids = cps.astype(np.int64)
+    else:
+        alphabet, inverse = np.unique(cps, return_inverse=True)
+        bits = max(1, int(len(alphabet) - 1).bit_length())
+        if bits * n > 63:
+            return None
+        ids = inverse.astype(np.int64)
 
     def grams(x: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         m = len(x) - n + 1

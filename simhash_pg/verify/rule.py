@@ -3,9 +3,22 @@
 A 64-bit SimHash of a 20-character title has too few features to be reliable:
 one changed character moves it by 5-15 bits, and unrelated titles can land
 close. So for short texts the store widens k (to :data:`SHORT_K`) and keeps
-only candidates whose *exact* similarity (:mod:`simhash_pg.verify.jaccard`)
-passes :data:`SHORT_THRESHOLD`. The same check can guard long texts too
-(:data:`LONG_K`, :data:`LONG_THRESHOLD`).
+only candidates whose *exact* similarity passes a threshold. The same check
+can guard long texts too (:data:`LONG_K`, or the probes' cap).
+
+Which similarity is the rule's version (:data:`RULES`), recorded per store
+in ``simhash_meta`` ('rule'):
+
+1. n-gram Jaccard (:mod:`simhash_pg.verify.jaccard`): bigrams >=
+   :data:`SHORT_THRESHOLD` for a pair with a short side, trigrams >=
+   :data:`LONG_THRESHOLD` for two long texts; thresholds fitted to the eval
+   set. The rule of every store made before version 2 existed, which keeps it.
+2. (new stores) the labelling rule's own measure
+   (:mod:`simhash_pg.verify.overlap`): overlap over the larger n-gram set
+   >= 0.8, bigrams for a pair with a short side, 5-grams otherwise. It is the
+   definition of a near-duplicate, so it has nothing to fit; where the two
+   disagree, Jaccard was wrong by the definition (English 70% cuts accepted,
+   a title with and without a long site prefix accepted).
 
 The rule is :meth:`VerifyPolicy.test` (which distance, signature and
 similarity a pair must meet) applied by :func:`judge`. Everything decides
@@ -39,6 +52,7 @@ from simhash_pg.verify.jaccard import (
     is_short,
     similarity,
 )
+from simhash_pg.verify.overlap import OVERLAP_THRESHOLD, overlap
 
 __all__ = [
     "KEEP_TEXT_CHARS",
@@ -46,6 +60,8 @@ __all__ = [
     "LONG_THRESHOLD",
     "PROBE_CAP",
     "PROBE_T",
+    "RULES",
+    "RULE_VERSION",
     "SHORT_K",
     "SHORT_THRESHOLD",
     "TEXT_LOST",
@@ -92,6 +108,11 @@ PROBE_CAP = 13
 # twice as long cannot reach SHORT_THRESHOLD, so longer texts need no copy.
 KEEP_TEXT_CHARS = 2 * SHORT_TEXT_CHARS
 
+# The rule's versions (module docstring); a new store records RULE_VERSION,
+# a store made before the record existed keeps 1 (store/opening.py).
+RULES: tuple[int, ...] = (1, 2)
+RULE_VERSION = 2
+
 VerifyMode = Literal["off", "short", "all"]
 VERIFY_MODES: tuple[VerifyMode, ...] = ("off", "short", "all")
 
@@ -110,14 +131,14 @@ StoredText = str | None | Literal[_Lost.TEXT_LOST]
 
 
 def threshold_for(a_norm: str, b_norm: str) -> float:
-    """The similarity threshold for a pair (short if either side is short)."""
+    """Rule 1's Jaccard threshold for a pair (short if either side is short)."""
     return SHORT_THRESHOLD if is_short(a_norm) or is_short(b_norm) else LONG_THRESHOLD
 
 
 def is_near_duplicate(
     query_norm: str, candidate_norm: str, *, threshold: float | None = None
 ) -> bool:
-    """Whether two verification texts pass the similarity test alone (no distance)."""
+    """Whether two verification texts pass rule 1's Jaccard test alone (no distance)."""
     t = threshold_for(query_norm, candidate_norm) if threshold is None else threshold
     return similarity(query_norm, candidate_norm) >= t
 
@@ -171,6 +192,8 @@ class VerifyPolicy:
     ``probe_t`` and ``probe_cap`` are the margin-ranked probes of long text
     queries under ``"all"`` (:meth:`probe_budget`); ``probe_t`` None
     searches them at radius ``long_k`` instead (the rule before probes).
+    ``rule`` is the rule's version (:data:`RULES`): which similarity
+    (:meth:`similarity`) a pair must reach, and how much (:meth:`threshold`).
     """
 
     mode: VerifyMode = "short"
@@ -180,6 +203,7 @@ class VerifyPolicy:
     signature: bool | None = None
     probe_t: int | None = PROBE_T
     probe_cap: int = PROBE_CAP
+    rule: int = RULE_VERSION
     keep: VerifyMode = field(init=False)
 
     def __post_init__(self) -> None:
@@ -196,6 +220,8 @@ class VerifyPolicy:
             raise ValueError(f"the probe budget must be None or an int >= 1, got {t!r}")
         if isinstance(cap, bool) or not isinstance(cap, int) or not 0 <= cap <= 64:
             raise ValueError(f"the probe cap must be an int in 0..64, got {cap!r}")
+        if isinstance(self.rule, bool) or self.rule not in RULES:
+            raise ValueError(f"the rule version must be one of {RULES}, got {self.rule!r}")
 
     # -- which look-up a text query uses --------------------------------------
     @property
@@ -251,6 +277,16 @@ class VerifyPolicy:
         )
 
     # -- the rule -------------------------------------------------------------
+    def similarity(self, a_norm: str, b_norm: str) -> float:
+        """The rule's similarity of two verification texts (n from their lengths)."""
+        return similarity(a_norm, b_norm) if self.rule == 1 else overlap(a_norm, b_norm)
+
+    def threshold(self, short: bool) -> float:
+        """What :meth:`similarity` must reach, for a pair with a short side or two long texts."""
+        if self.rule == 1:
+            return SHORT_THRESHOLD if short else LONG_THRESHOLD
+        return OVERLAP_THRESHOLD
+
     def test(self, k: int, short: bool, probed: bool = False) -> PairTest:
         """The test of a pair with a short side (``short``) or of two long texts.
 
@@ -259,11 +295,11 @@ class VerifyPolicy:
         """
         if short:
             if self.verifies:
-                return PairTest(max(k, self.short_k), False, SHORT_THRESHOLD)
+                return PairTest(max(k, self.short_k), False, self.threshold(True))
             return by_distance(k)
         if self.mode == "all":
             limit = self.probe_cap if probed else self.long_k
-            return PairTest(max(k, limit), bool(self.signature), LONG_THRESHOLD)
+            return PairTest(max(k, limit), bool(self.signature), self.threshold(False))
         return PairTest(k, bool(self.signature), None)
 
     def radius(self, query_norm: str, k: int) -> int:
@@ -295,10 +331,11 @@ class VerifyPolicy:
 
         - ``"off"``: ``distance <= k``, as a plain SimHash store.
         - a pair with a short side: ``distance <= max(k, SHORT_K)`` and
-          similarity >= :data:`SHORT_THRESHOLD`;
+          :meth:`similarity` >= :meth:`threshold` (short);
         - two long texts under ``"short"``: ``distance <= k``;
         - two long texts under ``"all"``: (``distance <= max(k, LONG_K)`` or
-          the sentence signatures match) and similarity >= :data:`LONG_THRESHOLD`;
+          the sentence signatures match) and :meth:`similarity` >=
+          :meth:`threshold` (long);
           ``probed`` (the query was searched by probes): ``distance <=
           max(k, probe_cap)`` instead of ``LONG_K``.
 
@@ -320,7 +357,8 @@ class VerifyPolicy:
             return bool(judge(by_distance(k), distance, False, _unmeasured))
         text = candidate
         test = self.test(k, is_short(query_norm) or is_short(text), probed)
-        return bool(judge(test, distance, signature_match, lambda: similarity(query_norm, text)))
+        return bool(judge(test, distance, signature_match,
+                          lambda: self.similarity(query_norm, text)))
 
     def decide(
         self,
@@ -330,7 +368,10 @@ class VerifyPolicy:
         short: npt.NDArray[np.bool_],
         signature_match: npt.NDArray[np.bool_] | None = None,
     ) -> npt.NDArray[np.bool_]:
-        """:meth:`accept` of many pairs whose texts are all known, vectorised (the eval)."""
+        """:meth:`accept` of many pairs whose texts are all known, vectorised (the eval).
+
+        ``similarities`` are this policy's :meth:`similarity` of each pair.
+        """
         sig = (np.zeros(distance.shape, dtype=bool) if signature_match is None
                else signature_match)
         out = np.zeros(distance.shape, dtype=bool)
