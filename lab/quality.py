@@ -437,10 +437,16 @@ class Rule:
     long_k: int = V.LONG_K
     sentences: bool = False
     rule: int = V.RULE_VERSION  # the duplicate rule's version (its similarity)
+    # long text queries under "all" search by margin-ranked probes, as the
+    # store does (None: by radius long_k, the rule before probes)
+    probe_t: int | None = V.PROBE_T
+    probe_cap: int = V.PROBE_CAP
 
     def label(self) -> str:
         """The row name: the store's verify mode (see :func:`simhash_pg.verify.accept`)."""
-        if self.long_verify:
+        if self.long_verify and self.probe_t is not None:
+            name = f"simhash-pg verify=all probes T={self.probe_t} cap {self.probe_cap}"
+        elif self.long_verify:
             name = f"simhash-pg verify=all k={self.long_k}"
         elif self.short_verify:
             name = f"simhash-pg verify=short k={self.k}"
@@ -461,7 +467,8 @@ class Rule:
         mode: V.VerifyMode = ("all" if self.long_verify
                               else "short" if self.short_verify else "off")
         return V.VerifyPolicy(mode, short_k=self.short_k, long_k=self.long_k,
-                              signature=self.sentences, rule=self.rule)
+                              signature=self.sentences, rule=self.rule,
+                              probe_t=self.probe_t, probe_cap=self.probe_cap)
 
     @property
     def max_k(self) -> int:
@@ -470,6 +477,8 @@ class Rule:
             ks.append(max(self.short_k, self.k))
         if self.long_verify:
             ks.append(self.long_k)
+            if self.probe_t is not None:
+                ks.append(self.probe_cap)
         return max(ks)
 
 
@@ -479,14 +488,48 @@ def decide(
     similarity: npt.NDArray[np.float64],
     short: npt.NDArray[np.bool_],
     sentences: npt.NDArray[np.bool_] | None = None,
+    queries: Sequence[str] | None = None,
+    probe_hit: npt.NDArray[np.bool_] | None = None,
 ) -> npt.NDArray[np.bool_]:
-    """Which pairs ``rule`` calls near-duplicates: the store's rule, vectorised.
+    """Which pairs ``rule`` calls near-duplicates: the store's look-up and rule, vectorised.
 
     (:meth:`simhash_pg.verify.VerifyPolicy.decide`: an equal sentence
     signature makes a long pair a candidate, verified like any other under
-    the long-text guard.)
+    the long-text guard.) ``queries`` (each pair's ``a`` as verification
+    text) and ``probe_hit`` (:func:`probe_hits`) are needed when the rule
+    probes: which queries the store searches by probes, and what they reach.
     """
-    return rule.policy.decide(rule.k, distance, similarity, short, sentences)
+    p = rule.policy
+    probed = None
+    if p.probes_texts and rule.k <= 3:
+        if queries is None:
+            raise ValueError(f"{rule.label()} probes long queries: give queries and probe_hit")
+        probed = np.array([p.probe_budget(q, rule.k) is not None for q in queries], dtype=bool)
+    return p.decide(rule.k, distance, similarity, short, sentences, probed, probe_hit)
+
+
+def probe_hits(
+    ps: PairSet, scheme: Any = None, t: int = V.PROBE_T, workers: int | None = None
+) -> npt.NDArray[np.bool_]:
+    """Whether one of ``b``'s block values is among ``a``'s ``t`` probe values of that block.
+
+    The probe values are the store's (``Fingerprinter.fingerprint_many_probes``).
+    """
+    from simhash_pg.bits import blocks_array
+
+    fper = Fingerprinter(scheme)
+    ids = sorted(ps.texts)
+    got = fper.fingerprint_many_probes([ps.texts[i] for i in ids], V.alnum_only, t, workers)
+    probes = {i: pr for i, (_, _, pr) in zip(ids, got, strict=True)}
+    fps = {i: fp for i, (fp, _, _) in zip(ids, got, strict=True)}
+    out = np.zeros(len(ps), dtype=bool)
+    for n, (a, b) in enumerate(zip(ps.a, ps.b, strict=True)):
+        pa, fb = probes[a], fps[b]
+        if pa is None or fb is None:
+            continue
+        bb = blocks_array([fb])[0]
+        out[n] = any(int(bb[i]) in pa[i] for i in range(4))
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -499,11 +542,17 @@ class SetResult:
     distance: npt.NDArray[np.int64]
     similarity: npt.NDArray[np.float64]
     sentences: npt.NDArray[np.bool_]
+    probe_hit: npt.NDArray[np.bool_]  # b among a's probe values (probe_hits)
     store_distance: npt.NDArray[np.int64] | None = None
     other_schemes: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
     peer_simhash: npt.NDArray[np.int64] | None = None
     peer_minhash: npt.NDArray[np.bool_] | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def queries(self) -> list[str]:
+        """Each pair's ``a`` as verification text: what the store's look-up is asked with."""
+        return [self.pairs.vtexts[a] for a in self.pairs.a]
 
 
 def measure_set(
@@ -540,6 +589,7 @@ def measure_set(
         dist,
         timed("verification", lambda: similarities(ps, rule)),
         timed("sentence signatures", lambda: signature_matches(ps, first)),
+        timed("probe values", lambda: probe_hits(ps, first, V.PROBE_T, workers)),
     )
     for s in rest:
         res.other_schemes[str(s)] = timed(
@@ -564,7 +614,8 @@ def systems(
     dist = res.store_distance if via_store and res.store_distance is not None else res.distance
     out: dict[str, npt.NDArray[np.bool_]] = {}
     for r in rules:
-        out[r.label()] = decide(r, dist, res.similarity, ps.short, res.sentences)
+        out[r.label()] = decide(r, dist, res.similarity, ps.short, res.sentences,
+                                res.queries, res.probe_hit)
     if res.peer_simhash is not None:
         for k in peer_ks:
             out[f"simhash (PyPI) k={k}"] = res.peer_simhash <= k

@@ -161,9 +161,10 @@ def test_eval_rule_is_the_store_rule(a: str, b: str, d: int, sig: bool, mode: st
 
     na, nb = V.verification_text(a * 3), V.verification_text(b * 3)
     rule = Q.Rule(k=3, short_verify=mode != "off", long_verify=mode == "all",
-                  sentences=mode == "all")
+                  sentences=mode == "all", probe_t=None)  # radius: accept(probed=False)
     short = np.array([V.is_short(na) or V.is_short(nb)])
     sim = V.policy_for(mode).similarity(na, nb)  # type: ignore[arg-type]
+    assert V.policy_for(mode).rule == rule.policy.rule  # type: ignore[arg-type]
     got = Q.decide(rule, np.array([d]), np.array([sim]), short, np.array([sig]))
     assert bool(got[0]) == V.accept(na, nb, d, 3, mode, signature_match=sig)  # type: ignore[arg-type]
 

@@ -148,7 +148,8 @@ def build_report(
                 rule = (Q.Rule(long_verify=True, sentences=ps.name == "documents")
                         if mode == "all" else Q.Rule(k=k, short_verify=mode == "short"))
                 model = Q.decide(rule, res.store_distance if res.store_distance is not None
-                                 else res.distance, res.similarity, ps.short, res.sentences)
+                                 else res.distance, res.similarity, ps.short, res.sentences,
+                                 res.queries, res.probe_hit)
                 store_info[ps.name].setdefault("verified_disagree_with_rule", {})[name] = int(
                     (model != dets[si]).sum())
         entry: dict[str, Any] = {

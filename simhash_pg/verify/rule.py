@@ -367,17 +367,31 @@ class VerifyPolicy:
         similarities: npt.NDArray[np.float64],
         short: npt.NDArray[np.bool_],
         signature_match: npt.NDArray[np.bool_] | None = None,
+        probed: npt.NDArray[np.bool_] | None = None,
+        probe_hit: npt.NDArray[np.bool_] | None = None,
     ) -> npt.NDArray[np.bool_]:
-        """:meth:`accept` of many pairs whose texts are all known, vectorised (the eval).
+        """What a look-up and :meth:`accept` decide for many pairs, vectorised (the eval).
 
         ``similarities`` are this policy's :meth:`similarity` of each pair.
+        ``probed``: the pair's query is searched by probes (:meth:`probe_budget`);
+        ``probe_hit``: one of the candidate's block values is among the
+        query's probe values. A probed query finds a candidate only by a probe
+        hit within the cap, or by its signature; then :meth:`accept` decides,
+        with ``probed`` set. Without them, every query is searched by radius.
         """
         sig = (np.zeros(distance.shape, dtype=bool) if signature_match is None
                else signature_match)
+        pr = np.zeros(distance.shape, dtype=bool) if probed is None else probed
+        if pr.any() and probe_hit is None:
+            raise ValueError("probed pairs need probe_hit (is the candidate among the probes?)")
         out = np.zeros(distance.shape, dtype=bool)
         for side in (True, False):
-            passed = judge(self.test(k, side), distance, sig, lambda: similarities)
-            out = np.where(short == side, passed, out)
+            for by_probes in (False, True):
+                passed = judge(self.test(k, side, by_probes), distance, sig, lambda: similarities)
+                out = np.where((short == side) & (pr == by_probes), passed, out)
+        if probe_hit is not None:
+            within = probe_hit & (distance <= max(k, self.probe_cap))
+            out &= ~pr | within | (sig & bool(self.signature))
         return out
 
 
