@@ -71,3 +71,17 @@ def test_markup_pairs_are_the_clean_text_once_visible() -> None:
         if p.kind == "html" and not {"<", "&"} & set(p.a):  # "&amp;#163;" stays "&#163;"
             assert ("<" in p.b) if p.detail == "heavy" else ("<" in p.b or "&" in p.b)
             assert alnum_only(normalize_visible(p.b)) == alnum_only(normalize_visible(p.a))
+
+
+def test_held_out_kinds_are_deterministic_and_labelled_by_the_rule() -> None:
+    from lab.noise import HELDOUT_KINDS, generate_heldout
+
+    one = generate_heldout(EVAL_DIR, per_kind=4, seed=3)
+    assert one == generate_heldout(EVAL_DIR, per_kind=4, seed=3)
+    assert one != generate_heldout(EVAL_DIR, per_kind=4, seed=4)
+    assert {p.kind for p in one} == set(HELDOUT_KINDS) and not set(HELDOUT_KINDS) & set(KINDS)
+    for p in one:
+        assert (p.duplicate, p.overlap) == (label(p.a, p.b, p.short)[0],
+                                            round(label(p.a, p.b, p.short)[1], 4))
+        if p.kind in ("reorder", "unicode"):
+            assert p.duplicate  # formatting and order do not count for the rule

@@ -5,6 +5,9 @@ Run from the repository root (figures in ``lab/experiments/margin_probes.md``):
     uv run python -m lab.experiments.noise_eval noise [--per-kind 150] [--seed S]
     uv run python -m lab.experiments.noise_eval eval      # the same configurations on
                                                           # ../shared/eval (no regressions?)
+    uv run python -m lab.experiments.noise_eval default [--seeds 20250614 7]
+        # the store's default at each step of issue 14's noise fixes, on the noise
+        # set and on the held-out kinds (lab.noise.HELDOUT_KINDS), per seed
 
 (``--eval-dir ../shared/eval`` when the repository is not beside ``shared``.)
 
@@ -225,18 +228,106 @@ def cmd_eval(args: argparse.Namespace) -> None:
                 [[c.name, rows[0][k + 1], rows[1][k + 1]] for k, c in enumerate(configs)]))
 
 
+# ---------------------------------------------------------------- the store's defaults
+
+
+def noise_pairset(pairs: list[NoisePair], scheme: Scheme) -> Q.PairSet:
+    """Generated pairs as a :class:`lab.quality.PairSet`, both directions, texts
+    normalised by ``scheme`` (as a store with it keeps them)."""
+    fp = Fingerprinter(scheme)
+    texts: dict[str, str] = {}
+    a: list[str] = []
+    b: list[str] = []
+    for k, p in enumerate(pairs):
+        texts[f"{k}a"], texts[f"{k}b"] = p.a, p.b
+        a += [f"{k}a", f"{k}b"]
+        b += [f"{k}b", f"{k}a"]
+    vtexts = {i: V.alnum_only(fp.normalize(t)) for i, t in texts.items()}
+
+    def two(xs: list[object]) -> np.ndarray:
+        return np.array([x for x in xs for _ in (0, 1)])
+
+    return Q.PairSet(
+        "noise", texts, vtexts, a, b, two([p.duplicate for p in pairs]).astype(bool),
+        two([p.lang for p in pairs]), two([p.kind for p in pairs]),
+        two([p.detail for p in pairs]),
+        np.array([min(len(vtexts[x]), len(vtexts[y])) for x, y in zip(a, b, strict=True)]),
+    )
+
+
+# (row name, scheme, rule version, probes): the store's default at each step
+STEPS = [
+    ("before probes: scheme v1, rule 1, radius 11", Scheme(version=1), 1, False),
+    ("start of this work: v1, rule 1, probes", Scheme(version=1), 1, True),
+    ("scheme v2 (visible), rule 1, probes", Scheme(), 1, True),
+    ("scheme v1, rule 2 (overlap), probes", Scheme(version=1), 2, True),
+    ("new default: v2, rule 2, probes", Scheme(), 2, True),
+]
+
+
+def step_decisions(pairs: list[NoisePair]) -> tuple[Q.PairSet, dict[str, BoolA]]:
+    """Each step's default store decisions on the pairs (lab.quality's model of the
+    store, which a test holds equal to the store)."""
+    out: dict[str, BoolA] = {}
+    sets: dict[tuple[str, int], Q.SetResult] = {}
+    ps0 = None
+    for name, scheme, rule, probes in STEPS:
+        key = (scheme.to_json(), rule)
+        if key not in sets:
+            ps = noise_pairset(pairs, scheme)
+            sets[key] = Q.measure_set(ps, [scheme], peers=False, rule=rule)
+        res = sets[key]
+        ps0 = ps0 or res.pairs
+        r = Q.Rule(long_verify=True, sentences=True, rule=rule,
+                   probe_t=V.PROBE_T if probes else None)
+        out[name] = Q.decide(r, res.distance, res.similarity, res.pairs.short, res.sentences,
+                             res.queries, res.probe_hit)
+    assert ps0 is not None
+    return ps0, out
+
+
+def cmd_default(args: argparse.Namespace) -> None:
+    from lab.noise import HELDOUT_KINDS, generate_heldout
+
+    for seed in args.seeds:
+        for title, kinds, pairs in (
+            ("noise set", KINDS, generate(args.eval_dir, args.per_kind, seed)),
+            ("held-out kinds", HELDOUT_KINDS, generate_heldout(args.eval_dir, args.per_kind,
+                                                               seed)),
+        ):
+            ps, dec = step_decisions(pairs)
+            print(f"{title}, seed {seed}: {len(pairs)} pairs, {int(ps.duplicate.sum()) // 2} "
+                  "duplicates by the rule; P / R, both directions\n")
+            rows = []
+            for k in kinds:
+                for lg in ("zh", "en"):
+                    m = (ps.kind == k) & (ps.lang == lg)
+                    if m.any():
+                        rows.append([k, lg, f"{int(ps.duplicate[m].sum()) // 2}/"
+                                     f"{int((~ps.duplicate[m]).sum()) // 2}",
+                                     *(prf(d[m], ps.duplicate[m]) for d in dec.values())])
+            rows.append(["all", "", f"{int(ps.duplicate.sum()) // 2}/"
+                         f"{int((~ps.duplicate).sum()) // 2}",
+                         *(prf(d, ps.duplicate) for d in dec.values())])
+            print(table(["kind", "lang", "dup/non", *dec], rows), "\n")
+            c = Q.counts(dec[STEPS[-1][0]], ps.duplicate)
+            print(f"new default: TP {c.tp} FP {c.fp} FN {c.fn} (F1 {c.f1:.3f})\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("part", choices=["noise", "eval"])
+    ap.add_argument("part", choices=["noise", "eval", "default"])
     ap.add_argument("--eval-dir", type=Path, default=None)
     ap.add_argument("--per-kind", type=int, default=150)
     ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[SEED, 7],
+                    help="default: the generator seeds")
     ap.add_argument("--t", type=int, default=11, help="probe values per block")
     ap.add_argument("--cap", type=int, default=13)
     args = ap.parse_args()
     args.eval_dir = Q.resolve_eval_dir(args.eval_dir)
     t0 = time.perf_counter()
-    {"noise": cmd_noise, "eval": cmd_eval}[args.part](args)
+    {"noise": cmd_noise, "eval": cmd_eval, "default": cmd_default}[args.part](args)
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 
 
