@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_pg.bits import MAX_FINGERPRINT, to_signed
+from simhash_pg.bits import MAX_FINGERPRINT, to_signed, to_unsigned
 from simhash_pg.db import migrate
+from simhash_pg.store import SimhashStore
+from simhash_pg.text.simhash import Fingerprinter
 
 HYPO = settings(max_examples=40, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -61,3 +64,23 @@ def test_migration_0010_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
     assert migrate.current(pg_dsn) == migrate.HEAD
     assert pg.execute(near, [queries]).fetchall() == before
     migrate.check(pg_dsn)
+
+
+class _NoProbes(Fingerprinter):
+    """A real fingerprinter that refuses to compute probe values."""
+
+    def fingerprint_many_probes(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("bulk_load computed probe values it does not use")
+
+
+def test_bulk_load_of_texts_computes_no_probe_values(pg_dsn: str) -> None:
+    texts = [f"the council voted on the school budget for the {i}th time this year, again"
+             for i in range(40)]
+    with SimhashStore(pg_dsn) as store:
+        assert store.policy.probes_texts  # the default probes texts when it looks up
+        store._fingerprinter = _NoProbes()  # the one it would make, refusing probes
+        assert store.bulk_load(texts) == 40
+        rows = store.connection.execute(
+            "SELECT fingerprint, verify_text IS NOT NULL FROM simhash_documents ORDER BY id"
+        ).fetchall()
+    assert [to_unsigned(fp) for fp, _ in rows] == [Fingerprinter().fingerprint(t) for t in texts]

@@ -73,8 +73,12 @@ class BatchOptions:
 
 
 def prepare(batch: Sequence[Any], fingerprinter: Any, policy: VerifyPolicy,
-            workers: int | None) -> Prepared:
-    """Check and fingerprint a batch; errors as results, VTexts as the policy needs."""
+            workers: int | None, *, probes: bool = True) -> Prepared:
+    """Check and fingerprint a batch; errors as results, VTexts as the policy needs.
+
+    ``probes=False``: without the texts' probe values, which only a look-up
+    uses (bulk_load looks nothing up).
+    """
     parsed: list[tuple[str | int, str | None, dict[str, Any] | None] | None] = []
     errors: list[AddResult | None] = [None] * len(batch)
     for i, item in enumerate(batch):
@@ -90,7 +94,7 @@ def prepare(batch: Sequence[Any], fingerprinter: Any, policy: VerifyPolicy,
     out = Prepared([], errors)
     fps: dict[int, int | None] = {}
     if at and policy.needs_text:
-        pairs = texts_and_vtexts(fingerprinter, texts, policy, workers)
+        pairs = texts_and_vtexts(fingerprinter, texts, policy, workers, probes=probes)
         for i, (fp, vt) in zip(at, pairs, strict=True):
             fps[i] = fp
             if vt is not None:
