@@ -392,7 +392,7 @@ def _adds(conn: Any, store: Any, fps: np.ndarray, add_rows: int, seed: int, skew
     table gets the same rows in the same minutes (a CHECKPOINT first, so
     both start with every page owing its full-page image).
     """
-    from lab.bench.floor import copy_floor, make_floor_table, race
+    from lab.bench.floor import FLOOR_TABLE, copy_floor, make_floor_table, race
 
     built = make_floor_table(conn, fps)
     click.echo(f"floor table (bare, same layout, {len(fps):,} rows) built in {built:.1f} s")
@@ -425,3 +425,4 @@ def _adds(conn: Any, store: Any, fps: np.ndarray, add_rows: int, seed: int, skew
                    f"plain-COPY floor {rates['floor']:,.0f} rows/s, same size, same minutes: "
                    f"{rates[name] / rates['floor']:.2f}x the floor ({add_rows:,} rows each, "
                    f"batches of {batch:,})")
+    conn.execute(f"DROP TABLE {FLOOR_TABLE}")
