@@ -8,7 +8,9 @@ fill and empty: it must not hold a store you care about).
 Data: uniform random fingerprints, 10% of them planted near-duplicates
 (1..3 bits from an earlier one); --skew puts 10% of documents into 1% of the
 block values, as real corpora do. Every figure is printed next to a same-run
-baseline (the brute-force scan).
+baseline (the brute-force scan; for add_many, the plain-COPY floor of
+lab/bench/floor.py). --writes-only measures the load, the floor and the
+adds alone.
 """
 
 from __future__ import annotations
