@@ -8,7 +8,9 @@ fill and empty: it must not hold a store you care about).
 Data: uniform random fingerprints, 10% of them planted near-duplicates
 (1..3 bits from an earlier one); --skew puts 10% of documents into 1% of the
 block values, as real corpora do. Every figure is printed next to a same-run
-baseline (the brute-force scan).
+baseline (the brute-force scan; for add_many, the plain-COPY floor of
+lab/bench/floor.py). --writes-only measures the load, the floor and the
+adds alone.
 """
 
 from __future__ import annotations
@@ -208,13 +210,15 @@ def seq_scan_ms(conn: Any, qs: list[int], k: int) -> tuple[float, float]:
 @click.option("--clients", type=click.IntRange(1, 64), default=2, show_default=True)
 @click.option("--add-rows", type=click.IntRange(0), default=100_000, show_default=True,
               help="Rows for each add_many measurement into the populated store.")
+@click.option("--writes-only", is_flag=True,
+              help="Only the load, the floor and the adds (no read measurements).")
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--explain/--no-explain", default=True, show_default=True,
               help="Print EXPLAIN (ANALYZE, BUFFERS) of simhash_near.")
 @scratch_options
 def command(n: int, queries: int, k: int, extra_k: str, variants: str, skew: bool,
-            clients: int, add_rows: int, seed: int, explain: bool, dsn: str | None,
-            home: str | None, keep: bool) -> None:
+            clients: int, add_rows: int, writes_only: bool, seed: int, explain: bool,
+            dsn: str | None, home: str | None, keep: bool) -> None:
     """Load N fingerprints, then measure near(), the seq scan, add_many and sizes."""
     chosen = list(VARIANTS) if variants == "all" else [v.strip() for v in variants.split(",")]
     for v in chosen:
@@ -223,11 +227,11 @@ def command(n: int, queries: int, k: int, extra_k: str, variants: str, skew: boo
     ks = [int(x) for x in extra_k.split(",") if x.strip()]
 
     with scratch_dsn(dsn, home=home, keep=keep) as url:
-        _run(url, n, queries, k, ks, chosen, skew, clients, add_rows, seed, explain)
+        _run(url, n, queries, k, ks, chosen, skew, clients, add_rows, seed, explain, writes_only)
 
 
 def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], skew: bool,
-         clients: int, add_rows: int, seed: int, explain: bool) -> None:
+         clients: int, add_rows: int, seed: int, explain: bool, writes_only: bool = False) -> None:
     import psycopg
 
     from simhash_pg.bits import to_signed
@@ -294,6 +298,11 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
         echo(f"prewarmed table and indexes: {pages:,} pages in {time.perf_counter() - t:.1f} s")
     except psycopg.Error as exc:
         echo(f"(no prewarm: {str(exc).strip().splitlines()[0]})")
+    if writes_only:
+        _adds(conn, store, fps, add_rows, seed, skew, k)
+        store.close()
+        conn.close()
+        return
     # the floor every query pays on this machine right now (shared, noisy)
     ping = [timed_ms(partial(lambda: conn.execute("SELECT 1", prepare=True).fetchall()))
             for _ in range(1000)]
@@ -354,23 +363,7 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
          f"p50 {pct(times, 50):.3f} ms, p99 {pct(times, 99):.3f} ms")
 
     if add_rows:
-        more = make_data(add_rows, seed + 3, skew)
-        t = time.perf_counter()
-        r = store.add_many([int(x) for x in more], dedup=False)
-        s = time.perf_counter() - t
-        echo(f"add_many(dedup=False) into the populated store: {add_rows:,} rows in {s:.1f} s "
-             f"= {add_rows / s:,.0f} rows/s (inserted {r.inserted:,})")
-        # half of these near-duplicate stored rows (1..3 bits), half are new
-        half = add_rows // 2
-        src = fps[rng.integers(0, len(fps), size=half)]
-        flips = np.uint64(1) << rng.integers(0, 64, size=half).astype(np.uint64)
-        mixed = np.concatenate([src ^ flips, make_data(add_rows - half, seed + 5, skew)])
-        t = time.perf_counter()
-        r = store.add_many([int(x) for x in mixed], dedup=True)
-        s = time.perf_counter() - t
-        echo(f"add_many(dedup=True, given fingerprints): {add_rows:,} docs in {s:.1f} s = "
-             f"{add_rows / s:,.0f} docs/s (inserted {r.inserted:,}, duplicates "
-             f"{r.duplicates:,})")
+        _adds(conn, store, fps, add_rows, seed, skew, k)
         report_sizes("after adds")
 
     if explain:
@@ -391,3 +384,47 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
                 echo("  " + line)
     store.close()
     conn.close()
+
+
+def _adds(conn: Any, store: Any, fps: np.ndarray, add_rows: int, seed: int, skew: bool,
+          k: int) -> None:
+    """add_many into the populated store beside the plain-COPY floor (lab/bench/floor.py).
+
+    Each add_many variant races a fresh floor round: batch for batch, each
+    table gets the same rows in the same minutes (a CHECKPOINT first, so
+    both start with every page owing its full-page image).
+    """
+    from lab.bench.floor import FLOOR_TABLE, copy_floor, make_floor_table, race
+
+    built = make_floor_table(conn, fps)
+    click.echo(f"floor table (bare, same layout, {len(fps):,} rows) built in {built:.1f} s")
+    rng = np.random.default_rng(seed + 7)
+    half = add_rows // 2
+    src = fps[rng.integers(0, len(fps), size=half)]
+    flips = np.uint64(1) << rng.integers(0, 64, size=half).astype(np.uint64)
+    # half of these near-duplicate stored rows (1..3 bits), half are new
+    mixed = np.concatenate([src ^ flips, make_data(add_rows - half, seed + 5, skew)])
+    rng.shuffle(mixed)
+    variants = {
+        "add_many(dedup=False)": (make_data(add_rows, seed + 3, skew), False),
+        "add_many(dedup=True, given fingerprints, all new)": (
+            make_data(add_rows, seed + 11, skew), True),
+        "add_many(dedup=True, given fingerprints, half near-duplicates)": (mixed, True),
+    }
+    batch = 5000
+    for i, (name, (data, dedup)) in enumerate(variants.items()):
+        conn.execute("CHECKPOINT")
+        counts = {"inserted": 0}
+
+        def add(chunk: np.ndarray, dedup: bool = dedup, counts: dict[str, int] = counts) -> None:
+            r = store.add_many([int(x) for x in chunk], dedup=dedup, k=k, batch_size=batch)
+            counts["inserted"] += r.inserted
+
+        floor_data = make_data(add_rows, seed + 100 + i, skew)
+        rates = race({"floor": partial(copy_floor, conn), name: add},
+                     {"floor": floor_data, name: data}, batch)
+        click.echo(f"{name}: {rates[name]:,.0f} docs/s (inserted {counts['inserted']:,}) vs "
+                   f"plain-COPY floor {rates['floor']:,.0f} rows/s, same size, same minutes: "
+                   f"{rates[name] / rates['floor']:.2f}x the floor ({add_rows:,} rows each, "
+                   f"batches of {batch:,})")
+    conn.execute(f"DROP TABLE {FLOOR_TABLE}")

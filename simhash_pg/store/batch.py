@@ -28,7 +28,7 @@ from psycopg.types.json import Jsonb
 
 from simhash_pg.bits import to_signed_list, to_unsigned
 from simhash_pg.store import locking, sql
-from simhash_pg.store.batch_index import BatchIndex, Hit
+from simhash_pg.store.batch_index import BatchIndex, EarlierPairs, Hit
 from simhash_pg.store.checks import parse_item
 from simhash_pg.store.pgcopy import copy_documents
 from simhash_pg.store.results import AddResult, OnDuplicate
@@ -73,8 +73,12 @@ class BatchOptions:
 
 
 def prepare(batch: Sequence[Any], fingerprinter: Any, policy: VerifyPolicy,
-            workers: int | None) -> Prepared:
-    """Check and fingerprint a batch; errors as results, VTexts as the policy needs."""
+            workers: int | None, *, probes: bool = True) -> Prepared:
+    """Check and fingerprint a batch; errors as results, VTexts as the policy needs.
+
+    ``probes=False``: without the texts' probe values, which only a look-up
+    uses (bulk_load looks nothing up).
+    """
     parsed: list[tuple[str | int, str | None, dict[str, Any] | None] | None] = []
     errors: list[AddResult | None] = [None] * len(batch)
     for i, item in enumerate(batch):
@@ -90,7 +94,7 @@ def prepare(batch: Sequence[Any], fingerprinter: Any, policy: VerifyPolicy,
     out = Prepared([], errors)
     fps: dict[int, int | None] = {}
     if at and policy.needs_text:
-        pairs = texts_and_vtexts(fingerprinter, texts, policy, workers)
+        pairs = texts_and_vtexts(fingerprinter, texts, policy, workers, probes=probes)
         for i, (fp, vt) in zip(at, pairs, strict=True):
             fps[i] = fp
             if vt is not None:
@@ -204,8 +208,11 @@ def _decide(p: Prepared, valid: list[int], signed: dict[int, int], verifying: bo
     results: list[AddResult | None] = list(p.errors)
     batch_keys: dict[str, int] = {}  # key -> position of the row stored in this batch
     index = BatchIndex(o.k, scan=verifying)
+    # fingerprints only, k <= 3: the batch's own pairs within k found up front
+    pairs = (EarlierPairs.of([p.items[i][0] for i in valid], o.k)
+             if o.dedup and not verifying and o.k <= 3 else None)
     rows: list[tuple[Any, ...]] = []
-    for i in valid:
+    for t, i in enumerate(valid):
         fp, key, meta = p.items[i]
         if key is not None and key in found.stored_keys:
             id_, sfp, sdup = found.stored_keys[key]
@@ -221,7 +228,10 @@ def _decide(p: Prepared, valid: list[int], signed: dict[int, int], verifying: bo
         if o.dedup:
             best = found.nearest.get(i)
             vt = p.vtexts.get(i) if verifying else None
-            mine = index.nearest(fp) if vt is None else _in_batch(index, fp, vt, o)
+            if pairs is not None:
+                mine = pairs.nearest(t)
+            else:
+                mine = index.nearest(fp) if vt is None else _in_batch(index, fp, vt, o)
             if mine is not None and (best is None or mine[:2] < best[:2]):
                 best = mine
         if best is not None and o.on_duplicate == "skip":
@@ -233,7 +243,9 @@ def _decide(p: Prepared, valid: list[int], signed: dict[int, int], verifying: bo
         results[i] = AddResult(new_id, fp, dup_of, best[0] if best else None, True, key=key,
                                duplicate_key=best[2] if best else None)
         vtext, sig = o.policy.stored_fields(p.vtexts.get(i))
-        if o.dedup:
+        if pairs is not None:
+            pairs.add(t, new_id, key)
+        elif o.dedup:
             index.add(fp, new_id, key, vtext, sig)
         if key is not None:
             batch_keys[key] = i

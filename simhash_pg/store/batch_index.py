@@ -5,6 +5,11 @@ keeps them here: k <= 3 by pigeonhole on the four 16-bit blocks (a dict per
 block), any radius by a NumPy scan over the batch's fingerprints, which is
 small. Verification (store/batch.py) reads each row's kept text and
 sentence signature from here too.
+
+:class:`EarlierPairs` serves the common case (k <= 3, fingerprints only)
+faster: NumPy finds every pair of the batch within k up front, by the same
+pigeonhole (a shared block), so the per-document loop only looks at the few
+earlier rows within k and asks which of them were stored.
 """
 
 from __future__ import annotations
@@ -14,9 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from simhash_pg.bits import BLOCK_BITS, BLOCKS, raw_blocks
+from simhash_pg.bits import BLOCK_BITS, BLOCK_SHIFTS, BLOCKS, hamming_array, raw_blocks
 
-__all__ = ["BatchIndex", "Hit"]
+__all__ = ["BatchIndex", "EarlierPairs", "Hit"]
+
+# EarlierPairs gives up (the caller uses BatchIndex) past this many same-block
+# pairs: a batch of many equal blocks (copies of one text) is quadratic either way.
+PAIR_LIMIT = 1_000_000
 
 # (distance, id, key) of a match: tuples compare nearest first, then lowest id.
 Hit = tuple[int, int, str | None]
@@ -116,3 +125,67 @@ class BatchIndex:
         if hasattr(np, "bitwise_count"):
             return np.bitwise_count(x).astype(np.int64)
         return np.array([int(v).bit_count() for v in x.tolist()], dtype=np.int64)  # NumPy < 2
+
+
+class EarlierPairs:
+    """The rows within k (<= 3) of each batch position among earlier positions, by NumPy.
+
+    ``nearest(t)``: the nearest row stored so far (``add``) among the earlier
+    positions within k of position t, ties by id; what BatchIndex.nearest
+    answers when the rows were added in position order.
+    """
+
+    def __init__(self, earlier: dict[int, list[tuple[int, int]]]) -> None:
+        self.earlier = earlier  # position -> [(earlier position, distance)]
+        self.stored: dict[int, tuple[int, str | None]] = {}  # position -> (id, key)
+
+    @classmethod
+    def of(cls, fps: Sequence[int], k: int, limit: int = PAIR_LIMIT) -> EarlierPairs | None:
+        """The pairs of unsigned ``fps`` within ``k``; None past ``limit`` candidate pairs."""
+        if k > 3:
+            raise ValueError("EarlierPairs needs k <= 3 (pigeonhole on whole blocks)")
+        arr = np.asarray(fps, dtype=np.uint64)
+        n = len(arr)
+        firsts: list[Any] = []
+        seconds: list[Any] = []
+        total = 0
+        for shift in BLOCK_SHIFTS:
+            block = (arr >> np.uint64(shift)) & np.uint64(0xFFFF)
+            order = np.argsort(block, kind="stable")  # positions ascend within a value
+            sorted_block = block[order]
+            starts = np.flatnonzero(np.r_[True, sorted_block[1:] != sorted_block[:-1]])
+            group_start = np.repeat(starts, np.diff(np.r_[starts, n]))
+            rank = np.arange(n) - group_start  # earlier members of the same value
+            count = int(rank.sum())
+            total += count
+            if total > limit:
+                return None
+            if count == 0:
+                continue
+            # sorted index t pairs with group_start[t] .. t - 1
+            later = np.repeat(np.arange(n), rank)
+            offset = np.arange(count) - np.repeat(np.cumsum(rank) - rank, rank)
+            firsts.append(order[group_start[later] + offset])
+            seconds.append(order[later])
+        earlier: dict[int, list[tuple[int, int]]] = {}
+        if firsts:
+            first = np.concatenate(firsts)
+            second = np.concatenate(seconds)
+            dist = hamming_array(arr[first], arr[second])
+            near = dist <= k
+            # a pair sharing several blocks was found once per block
+            pairs = np.unique(np.stack([second[near], first[near], dist[near]], axis=1), axis=0)
+            for later_pos, earlier_pos, d in pairs.tolist():
+                earlier.setdefault(later_pos, []).append((earlier_pos, d))
+        return cls(earlier)
+
+    def nearest(self, t: int) -> Hit | None:
+        best: Hit | None = None
+        for pos, d in self.earlier.get(t, ()):
+            row = self.stored.get(pos)
+            if row is not None and (best is None or (d, row[0]) < best[:2]):
+                best = (d, row[0], row[1])
+        return best
+
+    def add(self, t: int, id_: int, key: str | None) -> None:
+        self.stored[t] = (id_, key)

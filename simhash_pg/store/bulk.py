@@ -67,7 +67,8 @@ def bulk_load(
         constraints, indexdefs = _drop_keys_and_indexes(conn)
         clock = time.perf_counter()
         loaded = _copy_all(conn, docs, target, batch_size,
-                           lambda batch: prepare(batch, fingerprinter, policy, workers),
+                           lambda batch: prepare(batch, fingerprinter, policy, workers,
+                                                 probes=False),
                            policy.stored_fields)
         if loaded:
             conn.execute(

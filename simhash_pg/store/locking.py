@@ -123,7 +123,8 @@ TRANSIENT = (
     psycopg.errors.UniqueViolation,
 )
 
-_LOCK = "SELECT simhash_writer_lock(%s, %s::integer[], %s::integer[], %s::text[])"
+# the arrays in binary: a batch's 20,000 block locks are no text to quote
+_LOCK = "SELECT simhash_writer_lock(%s, %b::integer[], %b::integer[], %b::text[])"
 _BUDGET = (
     "SELECT current_setting('max_locks_per_transaction')::integer"
     " * (current_setting('max_connections')::integer"

@@ -78,11 +78,13 @@ def text_and_vtext(fingerprinter: Any, text: str, policy: VerifyPolicy) -> tuple
 
 
 def texts_and_vtexts(
-    fingerprinter: Any, texts: list[Any], policy: VerifyPolicy, workers: int | None = None
+    fingerprinter: Any, texts: list[Any], policy: VerifyPolicy, workers: int | None = None,
+    *, probes: bool = True,
 ) -> list[tuple[int | None, VText | None]]:
     """:func:`text_and_vtext` of many texts (in worker processes if worth it); None, None
-    for a text without a fingerprint."""
-    if not policy.probes_texts:
+    for a text without a fingerprint. ``probes=False``: no probe values even when
+    the policy probes texts (a writer that looks nothing up: bulk_load)."""
+    if not (probes and policy.probes_texts):
         return cast(list[tuple[int | None, VText | None]],
                     fingerprinter.fingerprint_many_also(texts, policy.prepare, workers))
     got = fingerprinter.fingerprint_many_probes(texts, policy.prepare, policy.probe_t, workers)
