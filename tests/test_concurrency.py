@@ -394,12 +394,15 @@ def test_concurrent_text_adds_store_no_duplicates_under_the_default(
         assert bad, "without the probe locks the load test should store duplicates"
 
 
+@pytest.mark.parametrize("title", [False, True], ids=["long text", "title"])
 def test_probed_text_add_takes_no_store_wide_exclusive_lock(
-    pg: psycopg.Connection, pg_dsn: str
+    pg: psycopg.Connection, pg_dsn: str, title: bool
 ) -> None:
+    """Under the default, a text add locks its probe values, never the whole store
+    exclusively: titles too (they are probed like long texts)."""
     from simhash_pg.store.locking import LOCK_BASE, STORE_LOCK, probe_lock_keys
 
-    text = make_texts()[0][0]
+    text = "Council vote on the school budget delayed" if title else make_texts()[0][0]
     with SimhashStore(pg_dsn) as store:
         fp, probes = store.fingerprinter.fingerprint_probes(text, store.policy.probe_t or 1)
         conn = store.connection

@@ -26,7 +26,7 @@ and :func:`lock_batch` call):
 block and key locks in increasing order, in one statement.
 
 A text searched by margin-ranked probes (``VerifyPolicy.probe_budget``: the
-default, ``verify="all"`` at k <= 3, texts of 100+ characters) finds rows
+default, ``verify="all"`` at k <= 3, titles included) finds rows
 that share a probed value in some block, within the cap, or its sentence
 signature; pigeonhole on its own blocks does not cover those. So its add
 takes, with the store-wide lock shared, the block locks of all its probe
