@@ -157,7 +157,7 @@ def test_writer_lock_takes_blocks_and_keys_and_bounds_the_wait(pg: psycopg.Conne
             *sorted((1397246982, h % 2**32, "ExclusiveLock") for h in hashes),
         ]
     with pg.transaction():
-        # sentence signatures: their own key space (revision 0010), distinct
+        # sentence signatures: their own key space (revision 0011), distinct
         n = pg.execute(lock[:-1] + ", %s::integer[])",
                        ["shared", None, None, ["a"], [7, -3, 7, None]]).fetchone()
         assert n == (4,)  # the store lock, two distinct signatures, one key
@@ -429,7 +429,7 @@ def test_probed_text_add_takes_no_store_wide_exclusive_lock(
             ).fetchall()
     store_locks = [m for c, o, m in held if c == STORE_LOCK and o == 0]
     assert store_locks == ["ShareLock"]
-    # its sentence signature in its own key space (revision 0010), no key lock
+    # its sentence signature in its own key space (revision 0011), no key lock
     vt = store.policy.prepare(store.fingerprinter.normalize(text))
     sig_locks = {(c, o) for c, o, m in held if c == SIGNATURE_LOCK}
     assert sig_locks == (set() if vt.sig is None
@@ -443,8 +443,8 @@ def test_probed_text_add_takes_no_store_wide_exclusive_lock(
     assert len(blocks) > 4  # probe values, not only the own blocks
 
 
-def test_migration_0010_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
-    """0010 gives simhash_writer_lock the signature key space; its downgrade restores
+def test_migration_0011_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
+    """0011 gives simhash_writer_lock the signature key space; its downgrade restores
     0008's function (keys and blocks only), and both keep their search_path."""
     from simhash_pg.db import migrate
 
@@ -456,9 +456,9 @@ def test_migration_0010_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
                 for n, cfg in pg.execute(forms).fetchall()]
 
     assert state() == [(5, True)]
-    assert migrate.downgrade_losses_between("0010", "0009") == []
-    migrate.downgrade(pg_dsn, "0009")
-    assert migrate.current(pg_dsn) == "0009"
+    assert migrate.downgrade_losses_between("0011", "0010") == []
+    migrate.downgrade(pg_dsn, "0010")
+    assert migrate.current(pg_dsn) == "0010"
     assert state() == [(4, True)]
     with pg.transaction():
         assert pg.execute("SELECT simhash_writer_lock('shared', NULL, NULL, ARRAY['k'])"

@@ -22,7 +22,7 @@ and :func:`lock_batch` call):
   the four of its fingerprint, ``add_many`` those of every fingerprint of
   the batch;
 - then the signature locks ``(1397246983, signature folded to int4)``
-  of probed text adds (revision 0010);
+  of probed text adds (revision 0011);
 - then the key locks ``(1397246982, hashtext(key))``;
 
 block, signature and key locks in increasing order, in one statement.
@@ -97,7 +97,7 @@ _T = TypeVar("_T")
 
 # The key spaces: 1397246976 = "SHM\0", plus the block number; 1397246980
 # (with 0) is the store-wide lock, 1397246982 (with hashtext(key)) the keys',
-# 1397246983 (with signature_lock_key(sig)) the sentence signatures' (0010).
+# 1397246983 (with signature_lock_key(sig)) the sentence signatures' (0011).
 LOCK_BASE = 1397246976
 STORE_LOCK = 1397246980
 KEY_LOCK = 1397246982

@@ -14,7 +14,7 @@
 --                                      two fingerprints within 3 share a
 --                                      block, hence a lock
 --   (1397246983, signature key)        a sentence signature folded to int4
---                                      (a probed text add's; revision 0010),
+--                                      (a probed text add's; revision 0011),
 --                                      ascending
 --   (1397246982, hashtext(key))        a key, ascending by hash
 --   (1397246981, 0)                    partition maintenance (partitions.sql)

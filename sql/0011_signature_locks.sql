@@ -1,10 +1,10 @@
--- simhash-pg revision 0010: sentence signatures get a lock key space of their own.
+-- simhash-pg revision 0011: sentence signatures get a lock key space of their own.
 --
--- Applied by migrations/versions/0010_signature_locks.py; undone by
--- sql/0010_signature_locks_drop.sql.
+-- Applied by migrations/versions/0011_signature_locks.py; undone by
+-- sql/0011_signature_locks_drop.sql.
 --
 -- A probed text add (simhash_pg/store/locking.py) locks its sentence
--- signature, since its look-up finds rows by it. Until 0010 that was a key
+-- signature, since its look-up finds rows by it. Until 0011 that was a key
 -- lock on the name 'simhash:sentence_sig:<sig>', sharing the keys' space.
 -- Now simhash_writer_lock takes p_signatures (int4: the caller folds the
 -- 64-bit signature) in the space 1397246983, after the block locks and

@@ -1,4 +1,4 @@
--- Undo revision 0010: simhash_writer_lock without signature locks (0008's).
+-- Undo revision 0011: simhash_writer_lock without signature locks (0008's).
 
 DROP FUNCTION simhash_writer_lock(text, integer[], integer[], text[], integer[]);
 

@@ -1,7 +1,7 @@
 """Sentence-signature locks get a key space of their own (issue 14).
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 Create Date: 2026-11-23
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from simhash_pg.db.resources import run_sql
 
-revision: str = "0010"
-down_revision: str | None = "0009"
+revision: str = "0011"
+down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -22,8 +22,8 @@ downgrade_drops: str | None = None
 
 
 def upgrade() -> None:
-    run_sql("0010_signature_locks.sql")
+    run_sql("0011_signature_locks.sql")
 
 
 def downgrade() -> None:
-    run_sql("0010_signature_locks_drop.sql")
+    run_sql("0011_signature_locks_drop.sql")
