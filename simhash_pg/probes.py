@@ -73,7 +73,8 @@ def bit_costs(margins: Margins, cost: BitCost = "squared") -> list[int]:
     """The exact cost of flipping each bit: ``m**2`` or ``|m|`` (Python ints, no overflow)."""
     if cost not in COSTS:
         raise ValueError(f"cost must be one of {', '.join(COSTS)}, got {cost!r}")
-    ms = [int(m) for m in margins]
+    ms = (margins.tolist() if isinstance(margins, np.ndarray) and margins.dtype.kind in "iu"
+          else [int(m) for m in margins])
     return [m * m for m in ms] if cost == "squared" else [abs(m) for m in ms]
 
 
@@ -91,10 +92,16 @@ def iter_flips(costs: Sequence[float]) -> Iterator[tuple[float, int]]:
     bits' costs; ties by the module's rule (fewer bits, then the rank-space
     mask). Lazy: taking ``t`` items costs ``O(t log t)`` after one sort.
     """
-    n = len(costs)
     if any(not c >= 0 for c in costs):  # NaN fails too
         raise ValueError("bit costs must be >= 0")
-    order = sorted(range(n), key=lambda j: (costs[j], j))  # rank -> bit position
+    return _walk(costs)
+
+
+def _walk(costs: Sequence[float]) -> Iterator[tuple[float, int]]:
+    """:func:`iter_flips` without the check (costs known to be >= 0)."""
+    n = len(costs)
+    # rank -> bit position: by (cost, position), as sorted() is stable
+    order = sorted(range(n), key=costs.__getitem__)
     c = [costs[j] for j in order]
     yield 0, 0
     if not n:
@@ -103,20 +110,18 @@ def iter_flips(costs: Sequence[float]) -> Iterator[tuple[float, int]]:
     # (cost, size, rank mask) is strictly larger in each child than in its
     # parent, so popping in key order lists every subset once, in order.
     heap: list[tuple[float, int, int, int, int]] = [(c[0], 1, 1, 0, 1 << order[0])]
+    pop, push = heapq.heappop, heapq.heappush
     while heap:
-        cost, size, rmask, last, mask = heapq.heappop(heap)
+        cost, size, rmask, last, mask = pop(heap)
         yield cost, mask
         nxt = last + 1
         if nxt < n:
             bit = 1 << order[nxt]
             # extend with the next-ranked bit
-            heapq.heappush(heap, (cost + c[nxt], size + 1, rmask | 1 << nxt, nxt, mask | bit))
+            push(heap, (cost + c[nxt], size + 1, rmask | 1 << nxt, nxt, mask | bit))
             # move the last bit one rank up
-            heapq.heappush(
-                heap,
-                (cost - c[last] + c[nxt], size, rmask ^ (1 << last) ^ (1 << nxt), nxt,
-                 mask ^ (1 << order[last]) ^ bit),
-            )
+            push(heap, (cost - c[last] + c[nxt], size, rmask ^ (1 << last) ^ (1 << nxt), nxt,
+                        mask ^ (1 << order[last]) ^ bit))
 
 
 def cheapest_flips(costs: Sequence[float], t: int) -> list[int]:
@@ -152,7 +157,11 @@ def block_probes(
     values = raw_blocks(value)
     out: list[list[int]] = []
     for i in range(BLOCKS):
+        t_i = budgets[i]
+        if isinstance(t_i, bool) or not isinstance(t_i, int) or t_i < 0:
+            raise ValueError(f"the probe budget must be an int >= 0, got {t_i!r}")
         lo = BLOCK_SHIFTS[i]
-        masks = cheapest_flips(costs[lo : lo + BLOCK_BITS], budgets[i])
-        out.append([(values[i] ^ m) - BLOCK_OFFSET for m in masks])
+        # costs are squares or absolute values of ints: no check needed
+        walk = _walk(costs[lo : lo + BLOCK_BITS])
+        out.append([(values[i] ^ m) - BLOCK_OFFSET for _, m in islice(walk, t_i)])
     return out[0], out[1], out[2], out[3]

@@ -156,6 +156,13 @@ def test_writer_lock_takes_blocks_and_keys_and_bounds_the_wait(pg: psycopg.Conne
             (1397246980, 0, "ShareLock"),
             *sorted((1397246982, h % 2**32, "ExclusiveLock") for h in hashes),
         ]
+    with pg.transaction():
+        # sentence signatures: their own key space (revision 0011), distinct
+        n = pg.execute(lock[:-1] + ", %s::integer[])",
+                       ["shared", None, None, ["a"], [7, -3, 7, None]]).fetchone()
+        assert n == (4,)  # the store lock, two distinct signatures, one key
+        assert [r for r in pg.execute(held).fetchall() if r[0] == 1397246983] == [
+            (1397246983, 7, "ExclusiveLock"), (1397246983, 2**32 - 3, "ExclusiveLock")]
     for args in (["bogus", None, None, None], ["shared", [1], [1], None],
                  ["shared", [1397246976], [None], None], ["shared", [1397246976], [], None]):
         with pytest.raises(psycopg.errors.InvalidParameterValue):
@@ -394,12 +401,22 @@ def test_concurrent_text_adds_store_no_duplicates_under_the_default(
         assert bad, "without the probe locks the load test should store duplicates"
 
 
+@pytest.mark.parametrize("title", [False, True], ids=["long text", "title"])
 def test_probed_text_add_takes_no_store_wide_exclusive_lock(
-    pg: psycopg.Connection, pg_dsn: str
+    pg: psycopg.Connection, pg_dsn: str, title: bool
 ) -> None:
-    from simhash_pg.store.locking import LOCK_BASE, STORE_LOCK, probe_lock_keys
+    """Under the default, a text add locks its probe values, never the whole store
+    exclusively: titles too (they are probed like long texts)."""
+    from simhash_pg.store.locking import (
+        KEY_LOCK,
+        LOCK_BASE,
+        SIGNATURE_LOCK,
+        STORE_LOCK,
+        probe_lock_keys,
+        signature_lock_key,
+    )
 
-    text = make_texts()[0][0]
+    text = "Council vote on the school budget delayed" if title else make_texts()[0][0]
     with SimhashStore(pg_dsn) as store:
         fp, probes = store.fingerprinter.fingerprint_probes(text, store.policy.probe_t or 1)
         conn = store.connection
@@ -412,8 +429,41 @@ def test_probed_text_add_takes_no_store_wide_exclusive_lock(
             ).fetchall()
     store_locks = [m for c, o, m in held if c == STORE_LOCK and o == 0]
     assert store_locks == ["ShareLock"]
+    # its sentence signature in its own key space (revision 0011), no key lock
+    vt = store.policy.prepare(store.fingerprinter.normalize(text))
+    sig_locks = {(c, o) for c, o, m in held if c == SIGNATURE_LOCK}
+    assert sig_locks == (set() if vt.sig is None
+                         else {(SIGNATURE_LOCK, signature_lock_key(vt.sig) & 0xFFFFFFFF)})
+    assert title or sig_locks  # the long text has a signature
+    assert not [c for c, o, m in held if c == KEY_LOCK]
     blocks = {(c, o) for c, o, m in held if LOCK_BASE <= c < LOCK_BASE + 4}
     k1, k2 = probe_lock_keys([fp], [probes])
     # advisory objid is the key2 int4 as an unsigned oid
     assert blocks == {(a, b & 0xFFFFFFFF) for a, b in zip(k1, k2, strict=True)}
     assert len(blocks) > 4  # probe values, not only the own blocks
+
+
+def test_migration_0011_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
+    """0011 gives simhash_writer_lock the signature key space; its downgrade restores
+    0008's function (keys and blocks only), and both keep their search_path."""
+    from simhash_pg.db import migrate
+
+    forms = ("SELECT p.pronargs, p.proconfig FROM pg_proc p"
+             " WHERE p.proname = 'simhash_writer_lock' ORDER BY 1")
+
+    def state() -> list[tuple[int, bool]]:
+        return [(n, any(c.startswith("search_path=") for c in cfg or []))
+                for n, cfg in pg.execute(forms).fetchall()]
+
+    assert state() == [(5, True)]
+    assert migrate.downgrade_losses_between("0011", "0010") == []
+    migrate.downgrade(pg_dsn, "0010")
+    assert migrate.current(pg_dsn) == "0010"
+    assert state() == [(4, True)]
+    with pg.transaction():
+        assert pg.execute("SELECT simhash_writer_lock('shared', NULL, NULL, ARRAY['k'])"
+                          ).fetchone() == (2,)
+    migrate.upgrade(pg_dsn)
+    assert migrate.current(pg_dsn) == migrate.HEAD
+    assert state() == [(5, True)]
+    migrate.check(pg_dsn)

@@ -378,3 +378,18 @@ def test_migration_0009_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
     assert sql_many(pg, queries, probes, [13] * len(queries)) == want
     assert [sql_single(pg, q, p, 13) for q, p in zip(queries, probes, strict=True)] == want
     migrate.check(pg_dsn)
+
+
+@given(st.lists(st.tuples(*[st.lists(st.integers(-32768, 32767), max_size=5)] * 4),
+                min_size=1, max_size=4).filter(lambda ps: any(b for p in ps for b in p)))
+@HYPO
+def test_the_store_passes_probes_as_the_array_the_sql_expects(
+    pg: psycopg.Connection, probes: list[tuple[list[int], ...]]
+) -> None:
+    """The look-up sends probe lists as the text form of a 3-D smallint[]: the server
+    reads back the lists as given, each NULL-padded to the longest."""
+    from simhash_pg.verify.candidates import _probe_array
+
+    got = pg.execute("SELECT %s::smallint[]", [_probe_array(probes)]).fetchone()
+    assert got is not None
+    assert got[0] == packed([[list(b) for b in p] for p in probes])

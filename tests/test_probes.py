@@ -119,6 +119,23 @@ def test_block_probes_are_real_flip_sets(margins: list[int], t: int, cost: str) 
         assert spent == sorted(spent)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(narrow, wide), min_size=64, max_size=64), st.integers(1, 40),
+       st.sampled_from(["squared", "absolute"]), st.booleans())
+def test_block_probes_equal_brute_force(margins: list[int], t: int, cost: str,
+                                        as_array: bool) -> None:
+    """Each block's values are its t first masks in the brute-force order (ties
+    included), whether the margins come as a NumPy array (the vote's) or a list."""
+    fp, m = fp_and_margins(margins)
+    per_bit = bit_costs(m, cost)  # type: ignore[arg-type]
+    got = block_probes(fp, m if as_array else margins, t, cost)  # type: ignore[arg-type]
+    own = blocks(fp)
+    for i, values in enumerate(got):
+        lo = block_bits(i).start
+        masks = brute_force(per_bit[lo : lo + 16])[:t]
+        assert values == [((own[i] + 32768) ^ mk) - 32768 for mk in masks]
+
+
 def test_block_convention_follows_bits() -> None:
     # Only fingerprint bit 50 (in b0, bits 48-63) is unstable: b0's second
     # probe flips it, and the other blocks' second probes flip their own bits.

@@ -601,8 +601,7 @@ def test_migration_0007_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
 def _0008_state(pg: psycopg.Connection) -> tuple[bool, bool, bool, bool]:
     """(lock function, links trigger, reader may take int4-pair / bigint advisory locks)."""
     row = pg.execute(
-        "SELECT to_regprocedure('simhash_writer_lock(text, integer[], integer[], text[])')"
-        " IS NOT NULL,"
+        "SELECT EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'simhash_writer_lock'),"
         " EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'simhash_links_insert'"
         " AND tgrelid = 'simhash_documents'::regclass),"
         " has_function_privilege('simhash_reader', 'pg_advisory_lock(integer, integer)',"

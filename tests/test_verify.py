@@ -106,7 +106,9 @@ def test_keep_text_and_query_k() -> None:
     assert V.query_k(long_, 3) == 3
     # under "all" a long text is probed, up to the cap; at k > 3 searched by radius
     assert V.query_k(long_, 3, "all") == V.PROBE_CAP and V.query_k(long_, 6, "all") == V.LONG_K
-    assert V.query_k(mid, 3, "all") == V.LONG_K  # may pair with a short text: radius
+    # titles too are probed under "all" (no store-wide lock), up to the cap
+    assert V.query_k(mid, 3, "all") == V.query_k(short, 3, "all") == V.PROBE_CAP
+    assert V.query_k(short, 6, "all") == V.SHORT_K
     assert V.VerifyPolicy("all", probe_t=None).radius(long_, 3) == V.LONG_K
     assert V.query_k(short, 3, "off") == 3 and V.query_k(short, 20) == 20
     with pytest.raises(ValueError):
@@ -117,7 +119,8 @@ def test_probe_budget_says_which_queries_probe() -> None:
     long_, mid = "c" * V.KEEP_TEXT_CHARS, "b" * (V.KEEP_TEXT_CHARS - 1)
     p = V.VerifyPolicy("all")
     assert p.probes_texts and p.probe_budget(long_, 3) == V.PROBE_T
-    assert p.probe_budget(mid, 3) is None and p.probe_budget(long_, 4) is None
+    assert p.probe_budget(mid, 3) == p.probe_budget("t", 3) == V.PROBE_T
+    assert p.probe_budget(long_, 4) is None and p.probe_budget(mid, 4) is None
     for mode in ("off", "short"):
         q = V.VerifyPolicy(mode)  # type: ignore[arg-type]
         assert not q.probes_texts and q.probe_budget(long_, 3) is None

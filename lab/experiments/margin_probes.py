@@ -4,6 +4,7 @@ Run from the repository root (figures in ``lab/experiments/margin_probes.md``):
 
     uv run python -m lab.experiments.margin_probes probes     # candidate recall tables
     uv run python -m lab.experiments.margin_probes e2e        # + verification, long/short
+    uv run python -m lab.experiments.margin_probes titles     # short pairs, two halves
     uv run python -m lab.experiments.margin_probes falsecand  # false candidates per query
     uv run python -m lab.experiments.margin_probes timing     # heap walk vs all 2^16 subsets
 
@@ -564,9 +565,38 @@ def cmd_timing(args: argparse.Namespace) -> None:
     ]))
 
 
+def cmd_titles(args: argparse.Namespace) -> None:
+    """Short pairs: probes (no signature: a short pair's test has none) against radius 11,
+    on two halves of the set (a pair's two directions in one half)."""
+    ps, t = load(args.eval_dir, short=True)
+    d = directed(ps, t, ps.short)
+    pl = probe_lists(t, squared)
+    rk = d.ranks(t, pl)
+    half = (np.arange(len(d.q)) // 2) % 2
+    parts = (half == 0, half == 1, np.ones(len(d.q), dtype=bool))
+
+    def cells(cand: BoolA) -> list[str]:
+        out = []
+        for m in parts:
+            c = Q.counts(decide(d, cand)[m], d.dup[m])
+            rec_c = (cand & d.dup)[m].sum() / d.dup[m].sum()
+            out.append(f"{rec_c:.4f} / {c.precision:.4f} / {c.recall:.4f} / {c.f1:.4f}")
+        return out
+
+    lk_r = 4 * sum(math.comb(16, i) for i in range(V.SHORT_K // 4 + 1))
+    rows = [[f"radius {V.SHORT_K} (before)", lk_r, *cells(d.dist <= V.SHORT_K)]]
+    for tb in sorted({args.t, 8, 10, 11, 12, 16}):
+        for cap in (11, 12, 13, 14):
+            rows.append([f"squared T={tb} cap {cap}", 4 * tb,
+                         *cells(found(d, rk, equal(tb)(pl), cap, signature=False))])
+    head = ["candidates", "look-ups"] + [f"{n}: cand. recall / P / R / F1"
+                                         for n in ("half A", "half B", "all")]
+    print(table(head, rows))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("part", choices=["probes", "e2e", "falsecand", "timing"])
+    ap.add_argument("part", choices=["probes", "e2e", "falsecand", "timing", "titles"])
     ap.add_argument("--eval-dir", type=Path, default=None,
                     help="the labelled set (default: shared/eval beside the repository)")
     ap.add_argument("--t", type=int, default=10, help="probe values per block")
@@ -575,7 +605,7 @@ def main() -> None:
     args.eval_dir = Q.resolve_eval_dir(args.eval_dir)
     t0 = time.perf_counter()
     {"probes": cmd_probes, "e2e": cmd_e2e, "falsecand": cmd_falsecand,
-     "timing": cmd_timing}[args.part](args)
+     "timing": cmd_timing, "titles": cmd_titles}[args.part](args)
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 
 

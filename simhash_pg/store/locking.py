@@ -21,25 +21,27 @@ and :func:`lock_batch` call):
 - then the block locks ``(1397246976 + i, block_i)``: ``simhash_add`` takes
   the four of its fingerprint, ``add_many`` those of every fingerprint of
   the batch;
+- then the signature locks ``(1397246983, signature folded to int4)``
+  of probed text adds (revision 0011);
 - then the key locks ``(1397246982, hashtext(key))``;
 
-block and key locks in increasing order, in one statement.
+block, signature and key locks in increasing order, in one statement.
 
 A text searched by margin-ranked probes (``VerifyPolicy.probe_budget``: the
-default, ``verify="all"`` at k <= 3, texts of 100+ characters) finds rows
+default, ``verify="all"`` at k <= 3, titles included) finds rows
 that share a probed value in some block, within the cap, or its sentence
 signature; pigeonhole on its own blocks does not cover those. So its add
 takes, with the store-wide lock shared, the block locks of all its probe
-values (:func:`probe_lock_keys`: its own four values are among them) and,
-among the key locks, its signature's (:func:`signature_lock_key`: a name no
-text key needs, ``simhash:sentence_sig:<sig>``; a user key spelled alike
-only makes two writers take turns). If either text's probes reach the
+values (:func:`probe_lock_keys`: its own four values are among them) and
+its sentence signature's lock (:func:`signature_lock_key`: the 64-bit
+signature folded to int4, in a key space of its own; two signatures that
+fold alike only make two writers take turns). If either text's probes reach the
 other's block value, both lock that pair: one as a probe, the other as its
-own value. Two texts with equal signatures lock the same name. A batch
+own value. Two texts with equal signatures lock the same key. A batch
 locks the union of its probed texts' locks; a text still searched by
 radius above 3 makes its add or batch take the store-wide lock
 exclusively. Everyone
-acquires in the same global order (store lock, then blocks, then keys), so
+acquires in the same global order (store lock, blocks, signatures, keys), so
 writers wait for each other but never deadlock, and single adds and batches
 exclude each other exactly when they could collide.
 
@@ -77,7 +79,7 @@ __all__ = [
     "LOCK_ATTEMPTS",
     "LOCK_BASE",
     "RACE_ATTEMPTS",
-    "SIGNATURE_LOCK_PREFIX",
+    "SIGNATURE_LOCK",
     "STORE_LOCK",
     "TRANSIENT",
     "LockTimeoutError",
@@ -94,14 +96,12 @@ __all__ = [
 _T = TypeVar("_T")
 
 # The key spaces: 1397246976 = "SHM\0", plus the block number; 1397246980
-# (with 0) is the store-wide lock, 1397246982 (with hashtext(key)) the keys'.
+# (with 0) is the store-wide lock, 1397246982 (with hashtext(key)) the keys',
+# 1397246983 (with signature_lock_key(sig)) the sentence signatures' (0011).
 LOCK_BASE = 1397246976
 STORE_LOCK = 1397246980
 KEY_LOCK = 1397246982
-# Sentence signatures are locked as key locks named by this prefix: no
-# schema change, and a user key that happens to look alike only makes two
-# writers take turns, never lets a duplicate through.
-SIGNATURE_LOCK_PREFIX = "simhash:sentence_sig:"
+SIGNATURE_LOCK = 1397246983
 
 # How long one wait for the writers' locks may last, in seconds (the store's
 # default; simhash_writer_lock's own default when simhash.lock_timeout is unset).
@@ -124,7 +124,8 @@ TRANSIENT = (
 )
 
 # the arrays in binary: a batch's 20,000 block locks are no text to quote
-_LOCK = "SELECT simhash_writer_lock(%s, %b::integer[], %b::integer[], %b::text[])"
+_LOCK = ("SELECT simhash_writer_lock(%s, %b::integer[], %b::integer[], %b::text[],"
+         " %b::integer[])")
 _BUDGET = (
     "SELECT current_setting('max_locks_per_transaction')::integer"
     " * (current_setting('max_connections')::integer"
@@ -192,9 +193,14 @@ def probe_lock_keys(
     return [a for a, _ in ordered], [b for _, b in ordered]
 
 
-def signature_lock_key(sig: int) -> str:
-    """The lock name of a sentence signature, taken as a key lock (see the protocol)."""
-    return f"{SIGNATURE_LOCK_PREFIX}{sig}"
+def signature_lock_key(sig: int) -> int:
+    """The int4 lock key of a (signed or unsigned 64-bit) sentence signature: its halves XOR-ed.
+
+    Two signatures that fold alike only make two writers take turns.
+    """
+    u = sig & 0xFFFF_FFFF_FFFF_FFFF
+    x = (u ^ (u >> 32)) & 0xFFFF_FFFF
+    return x - (1 << 32) if x >= 1 << 31 else x
 
 
 def lock_batch(
@@ -217,21 +223,23 @@ def lock_batch(
     key_list = list(dict.fromkeys(keys))
     key1: list[int] = []
     key2: list[int] = []
+    sig_keys: list[int] = []
+    exclusive = ["exclusive", None, None, None, None]
     if dedup and (len(fps) or len(probes)):
         if k > 3 or not pigeonhole:
-            conn.execute(_LOCK, ["exclusive", None, None, None], prepare=True)
+            conn.execute(_LOCK, exclusive, prepare=True)
             return "store"
         key1, key2 = probe_lock_keys(fps, probes) if len(probes) else batch_lock_keys(fps)
-        key_list += [signature_lock_key(s) for s in dict.fromkeys(sigs)]
+        sig_keys = sorted({signature_lock_key(s) for s in sigs})
         mode = "pigeonhole"
     elif key_list:
         mode = "keys"
     else:
         return "none"
-    if len(key1) + len(key_list) <= _budget(conn):
-        conn.execute(_LOCK, ["shared", key1, key2, key_list], prepare=True)
+    if len(key1) + len(sig_keys) + len(key_list) <= _budget(conn):
+        conn.execute(_LOCK, ["shared", key1, key2, key_list, sig_keys or None], prepare=True)
         return mode
-    conn.execute(_LOCK, ["exclusive", None, None, None], prepare=True)
+    conn.execute(_LOCK, exclusive, prepare=True)
     return "store"
 
 
@@ -280,7 +288,7 @@ def backoff(attempt: int) -> float:
 def holders(conn: Any) -> str:
     """The sessions holding writers' locks, for an error message ("" if none or unknown)."""
     try:
-        rows = conn.execute(_HOLDERS, [LOCK_BASE, KEY_LOCK, STORE_LOCK]).fetchall()
+        rows = conn.execute(_HOLDERS, [LOCK_BASE, SIGNATURE_LOCK, STORE_LOCK]).fetchall()
     except psycopg.Error:
         return ""
     return "; ".join(

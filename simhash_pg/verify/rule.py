@@ -232,14 +232,16 @@ class VerifyPolicy:
     def probe_budget(self, query_norm: str, k: int) -> int | None:
         """Probe values per block for this text query, or None: search it by radius.
 
-        Probes under ``"all"`` for texts of :data:`KEEP_TEXT_CHARS` or more
-        (they meet only the long test) and k <= 3, where every row within k
-        shares a block value with the query (pigeonhole), which is always
-        probed. A shorter text may pair with a short one, whose test
-        (:data:`SHORT_K`) the radius search serves; a wider k keeps its
-        exact radius.
+        Probes under ``"all"`` for every text at k <= 3, where every row
+        within k shares a block value with the query (pigeonhole), which is
+        always probed; a wider k keeps its exact radius. Titles too: on the
+        eval's short pairs the long texts' T and cap match radius
+        :data:`SHORT_K` (F1 0.924 against 0.926; lab/experiments/margin_probes.md)
+        at 44 look-ups instead of 548, and their adds need no store-wide lock.
+        ``query_norm`` is kept for callers that ask per text.
         """
-        if not self.probes_texts or k > 3 or len(query_norm) < KEEP_TEXT_CHARS:
+        del query_norm  # every text alike (it decided before titles were probed)
+        if not self.probes_texts or k > 3:
             return None
         return self.probe_t
 
@@ -291,11 +293,12 @@ class VerifyPolicy:
         """The test of a pair with a short side (``short``) or of two long texts.
 
         ``probed``: the query was searched by probes (:meth:`probe_budget`),
-        so a long pair's distance limit is the probe cap, not ``long_k``.
+        so a pair's distance limit is the probe cap, not ``long_k`` or ``short_k``.
         """
         if short:
             if self.verifies:
-                return PairTest(max(k, self.short_k), False, self.threshold(True))
+                limit = self.probe_cap if probed and self.mode == "all" else self.short_k
+                return PairTest(max(k, limit), False, self.threshold(True))
             return by_distance(k)
         if self.mode == "all":
             limit = self.probe_cap if probed else self.long_k
@@ -314,7 +317,7 @@ class VerifyPolicy:
         probed = self.probe_budget(query_norm, k) is not None
         r = self.test(k, short=False, probed=probed).radius
         if len(query_norm) < KEEP_TEXT_CHARS:
-            r = max(r, self.test(k, short=True).radius)
+            r = max(r, self.test(k, short=True, probed=probed).radius)
         return r
 
     def accept(

@@ -13,6 +13,9 @@
 --   (1397246976 + i, block i)          block i of a fingerprint (i = 0..3):
 --                                      two fingerprints within 3 share a
 --                                      block, hence a lock
+--   (1397246983, signature key)        a sentence signature folded to int4
+--                                      (a probed text add's; revision 0011),
+--                                      ascending
 --   (1397246982, hashtext(key))        a key, ascending by hash
 --   (1397246981, 0)                    partition maintenance (partitions.sql)
 --
@@ -33,7 +36,8 @@ CREATE OR REPLACE FUNCTION simhash_writer_lock(
     p_mode text,
     p_block_key1 integer[] DEFAULT NULL,
     p_block_key2 integer[] DEFAULT NULL,
-    p_keys text[] DEFAULT NULL
+    p_keys text[] DEFAULT NULL,
+    p_signatures integer[] DEFAULT NULL
 ) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER AS $$
 DECLARE
@@ -81,6 +85,11 @@ BEGIN
             SELECT v_n + count(pg_advisory_xact_lock(l.a, l.b)) INTO v_n FROM (
                 SELECT u.a, u.b FROM unnest(p_block_key1, p_block_key2) WITH ORDINALITY
                     AS u (a, b, o) ORDER BY u.o
+            ) AS l;
+        END IF;
+        IF cardinality(p_signatures) > 0 THEN
+            SELECT v_n + count(pg_advisory_xact_lock(1397246983, l.s)) INTO v_n FROM (
+                SELECT DISTINCT s FROM unnest(p_signatures) AS s WHERE s IS NOT NULL ORDER BY 1
             ) AS l;
         END IF;
         IF cardinality(p_keys) = 1 AND p_keys[1] IS NOT NULL THEN
@@ -213,7 +222,7 @@ $$;
 DO $$
 BEGIN
     -- SECURITY DEFINER: no schema on the search path but ours
-    EXECUTE format('ALTER FUNCTION simhash_writer_lock(text, integer[], integer[], text[])'
+    EXECUTE format('ALTER FUNCTION simhash_writer_lock(text, integer[], integer[], text[], integer[])'
                    ' SET search_path = %I, pg_temp', current_schema());
 END
 $$;
