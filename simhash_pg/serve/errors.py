@@ -42,7 +42,11 @@ def _first_line(exc: BaseException) -> str:
 
 
 async def _http(request: Request, exc: HTTPException) -> JSONResponse:
-    return error_response(exc.status_code, _code(exc.status_code), exc.detail,
+    detail = exc.detail
+    cause = exc.__cause__
+    if isinstance(cause, UnicodeDecodeError):  # FastAPI's "error parsing the body"
+        detail = f"the request body is not valid UTF-8 ({cause.reason} at byte {cause.start})"
+    return error_response(exc.status_code, _code(exc.status_code), detail,
                           dict(exc.headers) if exc.headers else None)
 
 
