@@ -1,11 +1,13 @@
 """The ``/v1`` endpoints: the Python API's operations, with its results.
 
-Every endpoint is a sync ``def``: FastAPI runs it in its threadpool, so
-fingerprinting (CPU) and the database round trips never block the event
-loop. Threads share one GIL, so fingerprinting scales with worker
-processes (``--workers``), not threads. Each request's store is its own
-(deps.get_store), so the store's semantics are unchanged: an add is
-``SimhashStore.add``, a batch is one ``add_many`` transaction.
+Every endpoint runs its work (fingerprinting, CPU; the round trips, I/O)
+in FastAPI's threadpool in one hop (deps.with_store), so the event loop
+never blocks; a sync endpoint with the store as a sync dependency took
+three hops, which cost more than the work on a loaded machine. Threads
+share one GIL, so fingerprinting scales with worker processes
+(``--workers``), not threads. Each request's store is its own, so the
+store's semantics are unchanged: an add is ``SimhashStore.add``, a batch
+is one ``add_many`` transaction.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 
 from simhash_pg.bits import blocks, to_signed
-from simhash_pg.serve.deps import Store, require_read, require_write
+from simhash_pg.serve.deps import require_read, require_write, with_store
 from simhash_pg.serve.models import (
     AddIn,
     AddOut,
@@ -63,42 +65,45 @@ def _matches(found: list[Match]) -> NearOut:
 
 @router.post("/documents", dependencies=writes, response_model=AddOut,
              summary="Add a document, unless it near-duplicates a stored one")
-def add(body: AddIn, request: Request, store: Store) -> AddOut:
-    result = store.add(body.document(), key=body.key, meta=body.meta, dedup=body.dedup)
+async def add(body: AddIn, request: Request) -> AddOut:
+    result = await with_store(request, lambda store: store.add(
+        body.document(), key=body.key, meta=body.meta, dedup=body.dedup))
     request.app.state.metrics.count_adds([result])
     return add_out(result)
 
 
 @router.post("/documents/batch", dependencies=writes, response_model=list[AddOut],
              summary="Add documents in order, in one transaction (add_many)")
-def add_batch(body: BatchAddIn, request: Request,
-              store: Store) -> list[AddOut]:
+async def add_batch(body: BatchAddIn, request: Request) -> list[AddOut]:
     docs = [Doc(d.document(), d.key, d.meta) for d in body.docs]
     results: list[AddResult] = []
     # one batch, fingerprinted in this process: the server's parallelism is its workers
-    store.add_many(docs, dedup=body.dedup, batch_size=max(len(docs), 1), workers=1,
-                   progress=results.extend)
+    await with_store(request, lambda store: store.add_many(
+        docs, dedup=body.dedup, batch_size=max(len(docs), 1), workers=1,
+        progress=results.extend))
     request.app.state.metrics.count_adds(results)
     return [add_out(r) for r in results]
 
 
 @router.post("/near", dependencies=reads, response_model=NearOut,
              summary="Stored documents near a text or fingerprint, nearest first")
-def near(body: NearIn, store: Store) -> NearOut:
-    return _matches(store.near(body.document(), k=body.k, limit=body.limit))
+async def near(body: NearIn, request: Request) -> NearOut:
+    return _matches(await with_store(request, lambda store: store.near(
+        body.document(), k=body.k, limit=body.limit)))
 
 
 @router.post("/near/batch", dependencies=reads, response_model=NearBatchOut,
              summary="near for many queries (near_many), in query order")
-def near_batch(body: NearBatchIn, store: Store) -> NearBatchOut:
-    found = store.near_many([d.document() for d in body.docs], k=body.k)
+async def near_batch(body: NearBatchIn, request: Request) -> NearBatchOut:
+    queries = [d.document() for d in body.docs]
+    found = await with_store(request, lambda store: store.near_many(queries, k=body.k))
     return NearBatchOut(results=[_matches(m[:body.limit]) for m in found])
 
 
 @router.get("/documents/{key:path}", dependencies=reads, response_model=DocumentOut,
             summary="The stored document with this key", responses={404: {"model": Error}})
-def get_document(key: str, store: Store) -> DocumentOut:
-    doc = store.get(key)
+async def get_document(key: str, request: Request) -> DocumentOut:
+    doc = await with_store(request, lambda store: store.get(key))
     if doc is None:
         raise HTTPException(404, f"no stored document has the key {key!r}")
     return DocumentOut(id=doc.id, key=doc.key, fingerprint=doc.fingerprint,
@@ -108,9 +113,9 @@ def get_document(key: str, store: Store) -> DocumentOut:
 
 @router.delete("/documents/{doc_id}", dependencies=writes,
                summary="Remove the document with this id", responses={404: {"model": Error}})
-def remove_document(doc_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
-                    store: Store) -> dict[str, Any]:
-    if not store.remove(doc_id):
+async def remove_document(doc_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
+                          request: Request) -> dict[str, Any]:
+    if not await with_store(request, lambda store: store.remove(doc_id)):
         raise HTTPException(404, f"no stored document has the id {doc_id}")
     return {"deleted": True, "id": doc_id}
 
@@ -126,8 +131,8 @@ def fingerprint(body: FingerprintIn, request: Request) -> FingerprintOut:
 
 
 @router.get("/stats", dependencies=reads, summary="The store's rows, sizes and scheme")
-def stats(store: Store) -> dict[str, Any]:
-    return store.stats()
+async def stats(request: Request) -> dict[str, Any]:
+    return await with_store(request, lambda store: store.stats())
 
 
 # One page of groups, by the id of the document the others were linked to
@@ -152,10 +157,10 @@ ORDER BY h.head
 
 @router.get("/groups", dependencies=reads, response_model=GroupsOut,
             summary="Duplicate groups: stored documents and the duplicates linked to them")
-def groups(store: Store,
-           limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-           after: Annotated[int, Query(ge=0)] = 0) -> GroupsOut:
-    rows = store.connection.execute(_GROUPS, {"after": after, "limit": limit}).fetchall()
+async def groups(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+                 after: Annotated[int, Query(ge=0)] = 0) -> GroupsOut:
+    rows = await with_store(request, lambda store: store.connection.execute(
+        _GROUPS, {"after": after, "limit": limit}).fetchall())
     out = [Group(id=head, key=key, size=size,
                  members=[GroupMember(id=i, key=k, distance=dist) for i, k, dist in members])
            for head, key, size, members in rows]
