@@ -6,8 +6,11 @@ and stops it; nothing is left running.
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import signal
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -98,3 +101,32 @@ def test_shutdown_drains_the_requests_in_flight(pg: psycopg.Connection, pg_dsn: 
     row = pg.execute("SELECT count(*) FROM simhash_documents").fetchone()
     assert row is not None and row[0] == sum(r["inserted"] for r in got["body"])
     assert _server_connections(pg, pg_dsn) == 0  # the pool closed its connections
+
+
+def _readme_http_lines() -> list[str]:
+    from test_readme import blocks
+
+    return [line.strip() for body in blocks("bash") for line in body.splitlines()
+            if line.strip().startswith("curl ")]
+
+
+def test_readme_curl_examples_run_as_written(pg_dsn: str) -> None:
+    lines = _readme_http_lines()
+    paths = {"/v1/documents ", "/v1/documents/batch", "/v1/near ", "/v1/near/batch",
+             "/v1/documents/a", "/v1/fingerprint", "/v1/stats", "/v1/groups",
+             "DELETE http://127.0.0.1:8000/v1/documents/1", "/healthz", "/metrics"}
+    assert all(any(p in line for line in lines) for p in paths), "an endpoint lacks its curl"
+    with served(pg_dsn, token="s3cret") as server:
+        port = server.url.rsplit(":", 1)[1]
+        env = {"SIMHASH_PG_TOKEN": "s3cret", "PATH": os.environ["PATH"]}
+        for line in lines:
+            cmd = line.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+            proc = subprocess.run(["bash", "-c", cmd + " -w '\\n%{http_code}'"], env=env,
+                                  capture_output=True, text=True, timeout=60)
+            body, _, code = proc.stdout.rpartition("\n")
+            assert proc.returncode == 0 and code == "200", (line, proc.stdout, proc.stderr)
+            if "/metrics" not in line:
+                data = json.loads(body)
+                assert not (isinstance(data, dict) and set(data) == {"error", "detail"}), data
+            if "/v1/near " in line:
+                assert [m["key"] for m in data["matches"]] == ["a"]
