@@ -130,3 +130,14 @@ def test_readme_curl_examples_run_as_written(pg_dsn: str) -> None:
                 assert not (isinstance(data, dict) and set(data) == {"error", "detail"}), data
             if "/v1/near " in line:
                 assert [m["key"] for m in data["matches"]] == ["a"]
+
+
+def test_serve_bench_runs_both_paths(pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from lab.bench.serve import _run
+
+    _run(pg_dsn, 2000, 1, 1, 1.0, ("near fp x100", "add fp"), seed=1)
+    out = capsys.readouterr().out
+    for workload in ("near fp x100", "add fp"):
+        rows = [line.split() for line in out.splitlines() if line.startswith(workload)]
+        assert [r[len(workload.split())] for r in rows] == ["python", "http"], out
+        assert rows[1][-1].endswith("x") and float(rows[1][-1][:-1]) > 0, out

@@ -7,6 +7,8 @@ calls back to back), then HTTP (--clients processes, a keep-alive httpx
 client each, against the W workers), each for --seconds after a warm-up:
 
 - ``near fp``: near(fingerprint), k = 3, of stored fingerprints with 0-3 bits flipped;
+- ``near fp x100``: the same, 100 a call: near_many, ``/v1/near/batch`` (req/s
+  counts calls: x100 for queries/s);
 - ``near text``: near(text), verified as the store's mode says;
 - ``add fp``: add(fingerprint), 90% new, 10% near-duplicates of stored ones;
 - ``add text``: add(text) of new random texts (verified, their texts kept).
@@ -31,7 +33,8 @@ from lab.bench.timing import pct
 
 # stored fingerprints, set before the clients are forked (shared, not copied)
 _STORED: np.ndarray = np.zeros(0, dtype=np.uint64)
-WORKLOADS = ("near fp", "near text", "add fp", "add text")
+WORKLOADS = ("near fp", "near fp x100", "near text", "add fp", "add text")
+BATCH = 100  # fingerprints per "near fp x100" call: near_many, /v1/near/batch
 _VOCAB = ("market stocks oil rally falls rise bank rates city council vote school budget "
           "storm warning river flood police report new plan train strike airport delay "
           "winter heat record crowd museum opens bridge closed election result tax cut "
@@ -46,7 +49,7 @@ def _inputs(workload: str, rnd: random.Random, count: int) -> list[Any]:
                 + f" {rnd.getrandbits(32)}." for _ in range(count)]
     out = []
     for _ in range(count):
-        near = workload == "near fp" or rnd.random() < 0.1
+        near = workload.startswith("near") or rnd.random() < 0.1
         fp = int(_STORED[rnd.randrange(len(_STORED))]) if near else rnd.getrandbits(64)
         for bit in rnd.sample(range(64), rnd.randint(0, 3) if near else 0):
             fp ^= 1 << bit
@@ -57,24 +60,31 @@ def _inputs(workload: str, rnd: random.Random, count: int) -> list[Any]:
 def _client(args: tuple[str, str, str, int, float, Any, Any]) -> None:
     via, target, workload, seed, seconds, barrier, out = args
     rnd = random.Random(seed)
-    items = _inputs(workload, rnd, 4000 if workload.endswith("text") else 200_000)
+    items: list[Any] = _inputs(workload, rnd, 4000 if workload.endswith("text") else 200_000)
     add = workload.startswith("add")
     field = "text" if workload.endswith("text") else "fingerprint"
+    if workload == "near fp x100":
+        items = [items[i:i + BATCH] for i in range(0, len(items), BATCH)]
     if via == "http":
         import httpx
 
         http = httpx.Client(base_url=target, timeout=60)
         path = "/v1/documents" if add else "/v1/near"
+        if workload == "near fp x100":
+            path = "/v1/near/batch"
 
         def call(x: Any) -> None:
-            r = http.post(path, json={field: x})
+            body = ({"docs": [{field: f} for f in x]} if path == "/v1/near/batch"
+                    else {field: x})
+            r = http.post(path, json=body)
             if r.status_code != 200:
                 raise RuntimeError(f"{path}: {r.status_code} {r.text[:200]}")
     else:
         from simhash_pg.store import SimhashStore
 
         store = SimhashStore(target, migrate=False)
-        call = store.add if add else store.near  # type: ignore[assignment]
+        call = (store.add if add else store.near_many if workload == "near fp x100"  # type: ignore[assignment]
+                else store.near)
     pos = 0
     for _ in range(30):  # warm-up: connections, prepared statements, caches
         call(items[pos % len(items)])
