@@ -20,6 +20,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from simhash_pg.data import iter_sample
 from simhash_pg.serve import Settings, create_app
 from simhash_pg.serve.api import add_out
+from simhash_pg.serve.deps import Store  # module level: FastAPI resolves the annotation here
 from simhash_pg.store import Doc, SimhashStore
 from simhash_pg.store.locking import STORE_LOCK
 
@@ -359,3 +360,44 @@ def test_openapi_schema(client: TestClient) -> None:
     post = spec["paths"]["/v1/documents"]["post"]
     assert {"401", "413", "422", "503"} <= set(post["responses"])
     assert post["security"] == [{"HTTPBearer": []}]
+
+
+def test_another_router_gets_a_store_per_request(pg_dsn: str) -> None:
+    """The contract for other routers (the web page): ``store: Store`` is a
+    request-scoped SimhashStore over a pooled connection, given back after."""
+    from fastapi import APIRouter
+
+    router = APIRouter()
+    seen: list[SimhashStore] = []
+
+    @router.get("/extra")
+    def extra(store: Store) -> dict[str, Any]:
+        seen.append(store)
+        return {"rows": store.count(), "pid": store.connection.info.backend_pid}
+
+    app = create_app(Settings(dsn=pg_dsn, pool_min=1, pool_max=1))
+    app.include_router(router)
+    with TestClient(app) as client:
+        first, second = client.get("/extra").json(), client.get("/extra").json()
+        assert first == second == {"rows": 0, "pid": first["pid"]}  # one pooled connection
+        assert seen[0] is not seen[1] and not seen[0].closed  # a store each; the pool's conn
+
+
+def test_a_store_over_a_borrowed_connection(pg_dsn: str) -> None:
+    from simhash_pg.store import opening
+
+    with SimhashStore(pg_dsn, k=3) as own:
+        own.add(TEXT, key="a")
+        handshake = opening.open_database(pg_dsn, None, scheme=None, verify=None,
+                                          do_migrate=False, connect_timeout=10,
+                                          lock_timeout=1.0, partitions=False)
+        conn = handshake.conn
+        borrowed = SimhashStore.over_connection(conn, handshake, k=5)
+        assert borrowed.k == 5 and borrowed.verify == own.verify
+        assert borrowed.scheme.to_json() == own.scheme.to_json()
+        assert borrowed.near(TEXT) == own.near(TEXT)
+        borrowed.close()
+        assert not conn.closed  # its owner closes it
+        conn.close()
+        with pytest.raises(ValueError, match="k must be between"):
+            SimhashStore.over_connection(conn, handshake, k=65)
