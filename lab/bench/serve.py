@@ -173,15 +173,15 @@ def _run(dsn: str, n: int, workers: int, clients: int, seconds: float,
          f"API processes, {clients} HTTP clients, {seconds:g} s each, verify={verify}")
     echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores; loaded and warmed "
          f"({warmed}) in {time.perf_counter() - t:.1f} s")
-    head = (f"{'workload':<10} {'via':<7} {'procs':>5} {'req/s':>8} {'p50 ms':>7} "
+    head = (f"{'workload':<12} {'via':<7} {'procs':>5} {'req/s':>8} {'p50 ms':>7} "
             f"{'p99 ms':>7} {'http/py':>7}")
     echo(head)
     echo("-" * len(head))
     with served(dsn, "--pool-size", str(max(4, clients)), workers=workers) as server:
         for w in workloads:
             py = measure("python", dsn, w, workers, seconds, seed)
-            echo(f"{w:<10} {'python':<7} {workers:>5} {py['rps']:>8.0f} {py['p50']:>7.2f} "
+            echo(f"{w:<12} {'python':<7} {workers:>5} {py['rps']:>8.0f} {py['p50']:>7.2f} "
                  f"{py['p99']:>7.2f}")
             http = measure("http", server.url, w, clients, seconds, seed + 1)
-            echo(f"{w:<10} {'http':<7} {clients:>5} {http['rps']:>8.0f} {http['p50']:>7.2f} "
+            echo(f"{w:<12} {'http':<7} {clients:>5} {http['rps']:>8.0f} {http['p50']:>7.2f} "
                  f"{http['p99']:>7.2f} {http['rps'] / py['rps']:>6.2f}x")
