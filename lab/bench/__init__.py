@@ -16,6 +16,7 @@ _BENCHES = {
     "hnsw": "lab.bench.hnsw:command",
     "stream": "lab.bench.stream:command",
     "text": "lab.bench.text:command",
+    "serve": "lab.bench.serve:command",
 }
 
 

@@ -26,6 +26,7 @@ _COMMANDS: dict[str, str] = {
     "stats": "simhash_pg.cli.stats:command",
     "db": "simhash_pg.cli.db:command",
     "server": "simhash_pg.cli.server:command",
+    "serve": "simhash_pg.cli.serve:command",
     "purge": "simhash_pg.cli.purge:command",
     "psql": "simhash_pg.cli.psql:command",
 }

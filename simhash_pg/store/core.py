@@ -145,6 +145,48 @@ class SimhashStore:
         (the load test's proof that the probe locks matter: it stores
         duplicates).
         """
+        self._configure(k, on_duplicate, lock_timeout, verify, retention, lock_batches,
+                        _add_function, _pigeonhole_batches, _probe_locks)
+        opened = opening.open_database(
+            dsn, engine, scheme=scheme, verify=verify, do_migrate=migrate,
+            connect_timeout=connect_timeout, lock_timeout=lock_timeout,
+            partitions=retention is not None,
+        )
+        self._attach(opened, verify, owns_conn=True)
+
+    @classmethod
+    def over_connection(
+        cls,
+        conn: psycopg.Connection[Any],
+        handshake: opening.Opened,
+        *,
+        k: int = 3,
+        on_duplicate: OnDuplicate = "skip",
+        lock_timeout: float | None = locking.DEFAULT_LOCK_TIMEOUT,
+        verify: VerifyMode | None = None,
+    ) -> SimhashStore:
+        """A store over a connection it does not own, e.g. one borrowed from a pool.
+
+        ``handshake`` is what :func:`opening.open_database` found on another
+        connection to the same database (the schema checked, the scheme and
+        verify mode read), so building this store costs no round trip. The
+        connection must be in autocommit mode with the session's lock timeout
+        set (:func:`opening.configure_session`); :meth:`close` leaves it open
+        for its owner. For servers: one handshake per process, one store per
+        request.
+        """
+        store = cls.__new__(cls)
+        store._configure(k, on_duplicate, lock_timeout, verify, None, True,
+                         "simhash_add", True, True)
+        store._attach(handshake._replace(conn=conn), verify, owns_conn=False)
+        return store
+
+    def _configure(
+        self, k: int, on_duplicate: OnDuplicate, lock_timeout: float | None,
+        verify: VerifyMode | None, retention: timedelta | None, lock_batches: bool,
+        add_function: sql.AddFunction, pigeonhole_batches: bool, probe_locks: bool,
+    ) -> None:
+        """The options, checked: everything but the database."""
         self.k = check_k(k)
         self.lock_timeout = check_lock_timeout(lock_timeout)
         check_verify(verify)
@@ -153,15 +195,15 @@ class SimhashStore:
         # add_many(dedup=True) batches lock out the writers they could race
         # with (store/locking.py); off only to measure what that costs.
         self.lock_batches = lock_batches
-        self._add_sql = sql.add_statement(_add_function)
-        self._pigeonhole_batches = _pigeonhole_batches
-        self._probe_locks = _probe_locks
-        opened = opening.open_database(
-            dsn, engine, scheme=scheme, verify=verify, do_migrate=migrate,
-            connect_timeout=connect_timeout, lock_timeout=lock_timeout,
-            partitions=retention is not None,
-        )
+        self._add_sql = sql.add_statement(add_function)
+        self._pigeonhole_batches = pigeonhole_batches
+        self._probe_locks = probe_locks
+
+    def _attach(self, opened: opening.Opened, verify: VerifyMode | None, *,
+                owns_conn: bool) -> None:
+        """The connection and what the handshake found."""
         self._dsn, self._conn, self._scheme = opened.dsn, opened.conn, opened.scheme
+        self._owns_conn = owns_conn
         self._fingerprinter: Fingerprinter | None = None
         # every question of the verify mode: verify? widen k? keep texts? signatures?
         self.policy = VerifyPolicy(verify or opened.recorded_verify,
@@ -186,7 +228,9 @@ class SimhashStore:
         return self._conn
 
     def close(self) -> None:
-        self._conn.close()
+        """Close the connection, unless it is borrowed (:meth:`over_connection`)."""
+        if self._owns_conn:
+            self._conn.close()
 
     @property
     def closed(self) -> bool:

@@ -42,7 +42,8 @@ from simhash_pg.verify import (
 if TYPE_CHECKING:
     from simhash_pg.text.schemes import Scheme
 
-__all__ = ["DEFAULT_VERIFY", "SCHEMA_HEAD", "Opened", "open_database", "where"]
+__all__ = ["DEFAULT_VERIFY", "SCHEMA_HEAD", "Opened", "configure_session", "open_database",
+           "where"]
 
 # A new store verifies every text: measured on ../shared/eval through the
 # store, "all" is the only mode that meets the long-text targets (P 0.989,
@@ -90,11 +91,7 @@ def open_database(
     resolved = resolve_dsn(dsn, engine)
     conn = connect(resolved, connect_timeout)
     try:
-        # simhash_writer_lock reads it (sql/0008_writer_locks.sql); "0": no limit
-        conn.execute(
-            "SELECT set_config('simhash.lock_timeout', %s, false)",
-            [f"{round(lock_timeout * 1000)}ms" if lock_timeout is not None else "0"],
-        )
+        configure_session(conn, lock_timeout)
         _ensure_schema(conn, resolved, do_migrate)
         stored_scheme, new_store = _ensure_scheme(conn, resolved, scheme)
         recorded = _ensure_verify(conn, resolved, verify)
@@ -106,6 +103,19 @@ def open_database(
     if partitions:
         _ensure_partitions(conn)
     return Opened(resolved, conn, stored_scheme, recorded, probe_t, probe_cap, rule)
+
+
+def configure_session(conn: psycopg.Connection[Any], lock_timeout: float | None) -> None:
+    """Set a session up for a store: the writers' lock timeout.
+
+    Every connection a store uses needs it, its own (:func:`open_database`)
+    or a pool's (``SimhashStore.over_connection``).
+    """
+    # simhash_writer_lock reads it (sql/0008_writer_locks.sql); "0": no limit
+    conn.execute(
+        "SELECT set_config('simhash.lock_timeout', %s, false)",
+        [f"{round(lock_timeout * 1000)}ms" if lock_timeout is not None else "0"],
+    )
 
 
 def where(dsn: str) -> str:

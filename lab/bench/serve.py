@@ -1,0 +1,187 @@
+"""``simhash-pg bench serve``: the HTTP API against the Python API, side by side in one run.
+
+A throwaway server (or --dsn, EMPTIED) is filled with --n fingerprints by
+COPY, then ``simhash-pg serve --workers W`` starts on a free loopback port.
+For each workload, first the Python API (W processes, a SimhashStore each,
+calls back to back), then HTTP (--clients processes, a keep-alive httpx
+client each, against the W workers), each for --seconds after a warm-up:
+
+- ``near fp``: near(fingerprint), k = 3, of stored fingerprints with 0-3 bits flipped;
+- ``near fp x100``: the same, 100 a call: near_many, ``/v1/near/batch`` (req/s
+  counts calls: x100 for queries/s);
+- ``near text``: near(text), verified as the store's mode says;
+- ``add fp``: add(fingerprint), 90% new, 10% near-duplicates of stored ones;
+- ``add text``: add(text) of new random texts (verified, their texts kept).
+
+requests/s: completed calls of all processes / the window; p50 and p99:
+each call's latency as its caller saw it. The client processes share the
+machine's cores with the server's workers, as on one box they would.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import time
+from typing import Any
+
+import click
+import numpy as np
+
+from lab.bench._scratch import scratch_dsn, scratch_options
+from lab.bench.timing import pct
+
+# stored fingerprints, set before the clients are forked (shared, not copied)
+_STORED: np.ndarray = np.zeros(0, dtype=np.uint64)
+WORKLOADS = ("near fp", "near fp x100", "near text", "add fp", "add text")
+BATCH = 100  # fingerprints per "near fp x100" call: near_many, /v1/near/batch
+_VOCAB = ("market stocks oil rally falls rise bank rates city council vote school budget "
+          "storm warning river flood police report new plan train strike airport delay "
+          "winter heat record crowd museum opens bridge closed election result tax cut "
+          "hospital nurses minister said on tuesday after the talks that prices would keep "
+          "climbing through spring while unions warned of further action across the region "
+          "and its ports").split()
+
+
+def _inputs(workload: str, rnd: random.Random, count: int) -> list[Any]:
+    if workload.endswith("text"):
+        return [". ".join(" ".join(rnd.choices(_VOCAB, k=12)).capitalize() for _ in range(6))
+                + f" {rnd.getrandbits(32)}." for _ in range(count)]
+    out = []
+    for _ in range(count):
+        near = workload.startswith("near") or rnd.random() < 0.1
+        fp = int(_STORED[rnd.randrange(len(_STORED))]) if near else rnd.getrandbits(64)
+        for bit in rnd.sample(range(64), rnd.randint(0, 3) if near else 0):
+            fp ^= 1 << bit
+        out.append(fp)
+    return out
+
+
+def _client(args: tuple[str, str, str, int, float, Any, Any]) -> None:
+    via, target, workload, seed, seconds, barrier, out = args
+    rnd = random.Random(seed)
+    items: list[Any] = _inputs(workload, rnd, 4000 if workload.endswith("text") else 200_000)
+    add = workload.startswith("add")
+    field = "text" if workload.endswith("text") else "fingerprint"
+    if workload == "near fp x100":
+        items = [items[i:i + BATCH] for i in range(0, len(items), BATCH)]
+    if via == "http":
+        import httpx
+
+        http = httpx.Client(base_url=target, timeout=60)
+        path = "/v1/documents" if add else "/v1/near"
+        if workload == "near fp x100":
+            path = "/v1/near/batch"
+
+        def call(x: Any) -> None:
+            body = ({"docs": [{field: f} for f in x]} if path == "/v1/near/batch"
+                    else {field: x})
+            r = http.post(path, json=body)
+            if r.status_code != 200:
+                raise RuntimeError(f"{path}: {r.status_code} {r.text[:200]}")
+    else:
+        from simhash_pg.store import SimhashStore
+
+        store = SimhashStore(target, migrate=False)
+        call = (store.add if add else store.near_many if workload == "near fp x100"  # type: ignore[assignment]
+                else store.near)
+    pos = 0
+    for _ in range(30):  # warm-up: connections, prepared statements, caches
+        call(items[pos % len(items)])
+        pos += 1
+    barrier.wait()
+    lat: list[float] = []
+    start = time.perf_counter()
+    end = start + seconds
+    while (t := time.perf_counter()) < end:
+        call(items[pos % len(items)])
+        lat.append((time.perf_counter() - t) * 1000)
+        pos += 1
+    out.put((len(lat), time.perf_counter() - start, lat))
+
+
+def measure(via: str, target: str, workload: str, procs: int, seconds: float,
+            seed: int) -> dict[str, float]:
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(procs)
+    out = ctx.Queue()
+    children = [ctx.Process(target=_client, args=((via, target, workload, seed + 7919 * i,
+                                                   seconds, barrier, out),))
+                for i in range(procs)]
+    for p in children:
+        p.start()
+    try:
+        results = [out.get(timeout=seconds + 300) for _ in children]
+    finally:
+        for p in children:
+            p.join(30)
+            if p.is_alive():
+                p.kill()
+    lat = [x for r in results for x in r[2]]
+    return {"rps": sum(r[0] for r in results) / max(r[1] for r in results),
+            "p50": pct(lat, 50), "p99": pct(lat, 99), "n": len(lat)}
+
+
+@click.command("serve")
+@click.option("--n", "n", type=click.IntRange(1000), default=1_000_000, show_default=True,
+              help="Fingerprints stored (COPY) before the run.")
+@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True,
+              help="Server worker processes, and Python API processes.")
+@click.option("--clients", type=click.IntRange(1, 256), default=None,
+              help="HTTP client processes (default: 2 per worker, to keep each busy).")
+@click.option("--seconds", type=click.FloatRange(1), default=6.0, show_default=True,
+              help="Time per workload and path.")
+@click.option("--workload", "workloads", type=click.Choice(WORKLOADS), multiple=True,
+              help="Only these workloads (repeatable; default: all).")
+@click.option("--seed", type=int, default=1, show_default=True)
+@scratch_options
+def command(n: int, workers: int, clients: int | None, seconds: float,
+            workloads: tuple[str, ...], seed: int, dsn: str | None, home: str | None,
+            keep: bool) -> None:
+    """HTTP requests/s and p50/p99 per endpoint, beside the Python API's, in one run."""
+    from simhash_pg.db.server import sized_settings
+
+    with scratch_dsn(dsn, home=home, keep=keep, settings=sized_settings(large=True)) as url:
+        _run(url, n, workers, clients or 2 * workers, seconds, workloads or WORKLOADS, seed)
+
+
+def _run(dsn: str, n: int, workers: int, clients: int, seconds: float,
+         workloads: tuple[str, ...], seed: int) -> None:
+    global _STORED
+    import psycopg
+
+    from lab.bench._server import served
+    from lab.bench.store import make_data
+    from lab.bench.stream import _prewarm
+    from simhash_pg.db import migrate
+    from simhash_pg.store import SimhashStore
+
+    echo = click.echo
+    migrate.downgrade(dsn, "base")
+    migrate.upgrade(dsn)
+    t = time.perf_counter()
+    fps = make_data(n, seed, False)
+    with SimhashStore(dsn) as store:
+        store.bulk_load(fps)
+        verify = store.verify
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        warmed = _prewarm(conn)
+        version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
+    _STORED = fps
+    echo(f"simhash-pg bench serve: n={n:,}, {workers} server workers and {workers} Python "
+         f"API processes, {clients} HTTP clients, {seconds:g} s each, verify={verify}")
+    echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores; loaded and warmed "
+         f"({warmed}) in {time.perf_counter() - t:.1f} s")
+    head = (f"{'workload':<12} {'via':<7} {'procs':>5} {'req/s':>8} {'p50 ms':>7} "
+            f"{'p99 ms':>7} {'http/py':>7}")
+    echo(head)
+    echo("-" * len(head))
+    with served(dsn, "--pool-size", str(max(4, clients)), workers=workers) as server:
+        for w in workloads:
+            py = measure("python", dsn, w, workers, seconds, seed)
+            echo(f"{w:<12} {'python':<7} {workers:>5} {py['rps']:>8.0f} {py['p50']:>7.2f} "
+                 f"{py['p99']:>7.2f}")
+            http = measure("http", server.url, w, clients, seconds, seed + 1)
+            echo(f"{w:<12} {'http':<7} {clients:>5} {http['rps']:>8.0f} {http['p50']:>7.2f} "
+                 f"{http['p99']:>7.2f} {http['rps'] / py['rps']:>6.2f}x")

@@ -1,0 +1,169 @@
+"""The ``/v1`` endpoints: the Python API's operations, with its results.
+
+Every endpoint runs its work (fingerprinting, CPU; the round trips, I/O)
+in FastAPI's threadpool in one hop (deps.with_store), so the event loop
+never blocks; a sync endpoint with the store as a sync dependency took
+three hops, which cost more than the work on a loaded machine. Threads
+share one GIL, so fingerprinting scales with worker processes
+(``--workers``), not threads. Each request's store is its own, so the
+store's semantics are unchanged: an add is ``SimhashStore.add``, a batch
+is one ``add_many`` transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
+
+from simhash_pg.bits import blocks, to_signed
+from simhash_pg.serve.deps import require_read, require_write, with_store
+from simhash_pg.serve.models import (
+    AddIn,
+    AddOut,
+    BatchAddIn,
+    DocumentOut,
+    Error,
+    FingerprintIn,
+    FingerprintOut,
+    Group,
+    GroupMember,
+    GroupsOut,
+    MatchOut,
+    NearBatchIn,
+    NearBatchOut,
+    NearIn,
+    NearOut,
+    hex64,
+)
+from simhash_pg.store import AddResult, Doc, Match
+
+__all__ = ["router"]
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Error} for code in (401, 413, 422, 503)
+}
+router = APIRouter(prefix="/v1", responses=_ERRORS)
+reads = [Depends(require_read)]
+writes = [Depends(require_write)]
+
+
+def add_out(r: AddResult) -> AddOut:
+    return AddOut(
+        status=r.status,  # type: ignore[arg-type]
+        id=r.id, fingerprint=r.fingerprint,
+        fingerprint_hex=hex64(r.fingerprint) if r.fingerprint is not None else None,
+        duplicate_of=r.duplicate_of, distance=r.distance, inserted=r.inserted, key=r.key,
+        duplicate_key=r.duplicate_key, existing_key=r.existing_key, error=r.error,
+    )
+
+
+def _matches(found: list[Match]) -> NearOut:
+    return NearOut(matches=[MatchOut(id=m.id, key=m.key, distance=m.distance, meta=m.meta)
+                            for m in found])
+
+
+@router.post("/documents", dependencies=writes, response_model=AddOut,
+             summary="Add a document, unless it near-duplicates a stored one")
+async def add(body: AddIn, request: Request) -> AddOut:
+    result = await with_store(request, lambda store: store.add(
+        body.document(), key=body.key, meta=body.meta, dedup=body.dedup))
+    request.app.state.metrics.count_adds([result])
+    return add_out(result)
+
+
+@router.post("/documents/batch", dependencies=writes, response_model=list[AddOut],
+             summary="Add documents in order, in one transaction (add_many)")
+async def add_batch(body: BatchAddIn, request: Request) -> list[AddOut]:
+    docs = [Doc(d.document(), d.key, d.meta) for d in body.docs]
+    results: list[AddResult] = []
+    # one batch, fingerprinted in this process: the server's parallelism is its workers
+    await with_store(request, lambda store: store.add_many(
+        docs, dedup=body.dedup, batch_size=max(len(docs), 1), workers=1,
+        progress=results.extend))
+    request.app.state.metrics.count_adds(results)
+    return [add_out(r) for r in results]
+
+
+@router.post("/near", dependencies=reads, response_model=NearOut,
+             summary="Stored documents near a text or fingerprint, nearest first")
+async def near(body: NearIn, request: Request) -> NearOut:
+    return _matches(await with_store(request, lambda store: store.near(
+        body.document(), k=body.k, limit=body.limit)))
+
+
+@router.post("/near/batch", dependencies=reads, response_model=NearBatchOut,
+             summary="near for many queries (near_many), in query order")
+async def near_batch(body: NearBatchIn, request: Request) -> NearBatchOut:
+    queries = [d.document() for d in body.docs]
+    found = await with_store(request, lambda store: store.near_many(queries, k=body.k))
+    return NearBatchOut(results=[_matches(m[:body.limit]) for m in found])
+
+
+@router.get("/documents/{key:path}", dependencies=reads, response_model=DocumentOut,
+            summary="The stored document with this key", responses={404: {"model": Error}})
+async def get_document(key: str, request: Request) -> DocumentOut:
+    doc = await with_store(request, lambda store: store.get(key))
+    if doc is None:
+        raise HTTPException(404, f"no stored document has the key {key!r}")
+    return DocumentOut(id=doc.id, key=doc.key, fingerprint=doc.fingerprint,
+                       fingerprint_hex=hex64(doc.fingerprint), duplicate_of=doc.duplicate_of,
+                       created_at=doc.created_at, meta=doc.meta)
+
+
+@router.delete("/documents/{doc_id}", dependencies=writes,
+               summary="Remove the document with this id", responses={404: {"model": Error}})
+async def remove_document(doc_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
+                          request: Request) -> dict[str, Any]:
+    if not await with_store(request, lambda store: store.remove(doc_id)):
+        raise HTTPException(404, f"no stored document has the id {doc_id}")
+    return {"deleted": True, "id": doc_id}
+
+
+@router.post("/fingerprint", dependencies=reads, response_model=FingerprintOut,
+             summary="A text's fingerprint with the store's scheme, in every form")
+def fingerprint(body: FingerprintIn, request: Request) -> FingerprintOut:
+    from simhash_pg.text.simhash import Fingerprinter
+
+    fp = Fingerprinter(request.app.state.serve.handshake.scheme).fingerprint(body.text)
+    return FingerprintOut(fingerprint=fp, hex=hex64(fp), signed=to_signed(fp),
+                          blocks=list(blocks(fp)))
+
+
+@router.get("/stats", dependencies=reads, summary="The store's rows, sizes and scheme")
+async def stats(request: Request) -> dict[str, Any]:
+    return await with_store(request, lambda store: store.stats())
+
+
+# One page of groups, by the id of the document the others were linked to
+# (on_duplicate="link" stores near-duplicates with duplicate_of; under
+# "skip" there are none). The partial index on duplicate_of serves it.
+_GROUPS = """
+WITH heads AS (
+    SELECT duplicate_of AS head, count(*) AS n FROM simhash_documents
+    WHERE duplicate_of IS NOT NULL AND duplicate_of > %(after)s
+    GROUP BY duplicate_of ORDER BY duplicate_of LIMIT %(limit)s)
+SELECT h.head, d.key, h.n + 1, m.members
+FROM heads h
+JOIN simhash_documents d ON d.id = h.head
+CROSS JOIN LATERAL (
+    SELECT coalesce(json_agg(json_build_array(x.id, x.key,
+                    simhash_hamming(x.fingerprint, d.fingerprint)) ORDER BY x.id), '[]')
+    FROM (SELECT id, key, fingerprint FROM simhash_documents
+          WHERE duplicate_of = h.head ORDER BY id LIMIT 100) x) m(members)
+ORDER BY h.head
+"""
+
+
+@router.get("/groups", dependencies=reads, response_model=GroupsOut,
+            summary="Duplicate groups: stored documents and the duplicates linked to them")
+async def groups(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+                 after: Annotated[int, Query(ge=0)] = 0) -> GroupsOut:
+    rows = await with_store(request, lambda store: store.connection.execute(
+        _GROUPS, {"after": after, "limit": limit}).fetchall())
+    out = [Group(id=head, key=key, size=size,
+                 members=[GroupMember(id=i, key=k, distance=dist) for i, k, dist in members])
+           for head, key, size, members in rows]
+    return GroupsOut(groups=out, next_after=out[-1].id if len(out) == limit else None)
+
+

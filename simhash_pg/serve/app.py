@@ -1,0 +1,122 @@
+"""``create_app(settings)``: the FastAPI app of ``simhash-pg serve``.
+
+Per process: the lifespan shakes hands with the database and opens the
+pool (deps.ServeState) and closes the pool on shutdown, after uvicorn has
+drained the requests in flight. Around every request: the body limit
+(limits.BodyLimit), the metrics. Every error is JSON ``{"error", "detail"}``
+with a 4xx, or a 503 when the database is busy or away: a client's request
+never gets a 500 (errors.py maps the store's exceptions).
+
+Another router (the web page) plugs in with ``app.include_router(...)``
+in :func:`create_app`, and gets a store per request from
+:func:`simhash_pg.serve.deps.get_store`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from simhash_pg.serve import api, errors
+from simhash_pg.serve.deps import ServeState, get_state
+from simhash_pg.serve.limits import BodyLimit
+from simhash_pg.serve.metrics import CONTENT_TYPE, Metrics
+from simhash_pg.serve.settings import Settings
+
+__all__ = ["app_from_env", "create_app"]
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The app; the database is opened only when it starts (its lifespan)."""
+    settings = settings or Settings()
+    metrics = Metrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state = await run_in_threadpool(ServeState.open, settings)
+        app.state.serve = state
+        metrics.pool.pool = state.pool
+        try:
+            yield
+        finally:
+            metrics.pool.pool = None
+            await run_in_threadpool(state.close)
+
+    app = FastAPI(
+        title="simhash-pg",
+        summary="A near-duplicate text store over HTTP: add texts, find their near-duplicates.",
+        version=_version(),
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.metrics = metrics
+    errors.install(app)
+    app.include_router(api.router)
+
+    @app.get("/healthz", summary="200 if the database answers, else 503", tags=["ops"])
+    def healthz(request: Request) -> dict[str, str]:
+        with get_state(request).pool.connection() as conn:
+            conn.execute("SELECT 1")
+        return {"status": "ok"}
+
+    @app.get("/metrics", summary="Prometheus metrics of this worker process", tags=["ops"],
+             response_class=Response)
+    def metrics_endpoint() -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+    # outermost first: the metrics see every answer, the 413s included
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(_Timing, metrics=metrics)
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """The app of a uvicorn worker process, from the settings the CLI put in the environment."""
+    return create_app(Settings.from_env())
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("simhash-pg")
+    except PackageNotFoundError:
+        return "0"
+
+
+class _Timing:
+    """Counts and times every request by its route template (not its path: no key in labels)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            route: Any = scope.get("route")
+            endpoint = getattr(route, "path", None) or "(unmatched)"
+            self.metrics.observe(scope["method"], endpoint, status,
+                                 time.perf_counter() - start)
+
+

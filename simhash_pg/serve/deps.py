@@ -1,0 +1,155 @@
+"""Request-scoped dependencies: a store per request over a pooled connection, and the token.
+
+Per process, once (:class:`ServeState`, made by the app's lifespan): the
+store's handshake (schema, scheme, verify mode) and a psycopg pool whose
+connections are set up as a store's own would be. Per request:
+:func:`get_store` borrows a connection and wraps it in a
+:meth:`SimhashStore.over_connection` (no round trip), and gives the
+connection back when the response is done. A SimhashStore is not
+thread-safe, so every request gets its own.
+
+Any router can use them::
+
+    @router.get("/x")
+    def x(store: SimhashStore = Depends(get_store)) -> ...
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from psycopg_pool import ConnectionPool
+
+from simhash_pg.serve.settings import Settings
+from simhash_pg.store import SimhashStore, opening
+
+T = TypeVar("T")
+
+__all__ = ["ServeState", "Store", "get_state", "get_store", "require_read", "require_write",
+           "with_store"]
+
+
+@dataclass
+class ServeState:
+    """What a server process holds: its settings, the handshake and the pool."""
+
+    settings: Settings
+    handshake: opening.Opened  # its conn is closed: only what it found is used
+    pool: ConnectionPool[Any]
+
+    @classmethod
+    def open(cls, settings: Settings) -> ServeState:
+        """Shake hands with the database once, then open the pool (blocking)."""
+        opened = opening.open_database(
+            settings.dsn, None, scheme=None, verify=settings.verify,
+            do_migrate=settings.migrate, connect_timeout=10,
+            lock_timeout=settings.lock_timeout, partitions=False,
+        )
+        opened.conn.close()
+        lock_timeout = settings.lock_timeout
+
+        def configure(conn: Any) -> None:
+            opening.configure_session(conn, lock_timeout)
+
+        pool: ConnectionPool[Any] = ConnectionPool(
+            opened.dsn, min_size=settings.pool_min, max_size=settings.pool_max,
+            timeout=settings.pool_timeout, kwargs={"autocommit": True, "connect_timeout": 10},
+            configure=configure, name="simhash-pg", open=False,
+        )
+        pool.open(wait=True, timeout=30)
+        state = cls(settings, opened, pool)
+        state.warm_up()
+        return state
+
+    def store(self, conn: Any) -> SimhashStore:
+        s = self.settings
+        return SimhashStore.over_connection(
+            conn, self.handshake, k=s.k, on_duplicate=s.on_duplicate,
+            lock_timeout=s.lock_timeout, verify=s.verify,
+        )
+
+    def warm_up(self) -> None:
+        """Load the tokeniser's dictionaries now, not in the first request's thread."""
+        from simhash_pg.text.simhash import Fingerprinter
+
+        Fingerprinter(self.handshake.scheme).fingerprint("今天北京天气晴朗，适合出门散步。 warm up")
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def get_state(request: Request) -> ServeState:
+    state: ServeState = request.app.state.serve
+    return state
+
+
+async def with_store(request: Request, work: Callable[[SimhashStore], T]) -> T:
+    """``work(store)`` in the threadpool, over a borrowed connection: one thread hop.
+
+    What the /v1 endpoints use: each hop into the threadpool costs a thread
+    switch (on a loaded 2-core box, ~1-3 ms), and a sync endpoint with a
+    sync dependency makes three (the dependency's enter and exit, the
+    endpoint). :func:`get_store` is the dependency form, for routers where
+    that matters less.
+    """
+    state = get_state(request)
+
+    def run() -> T:
+        with state.pool.connection() as conn:
+            return work(state.store(conn))
+
+    return await run_in_threadpool(run)
+
+
+def get_store(request: Request) -> Iterator[SimhashStore]:
+    """A store over a connection borrowed from the pool for this request.
+
+    A sync dependency: FastAPI runs it in the threadpool, so waiting for a
+    connection (at most ``pool_timeout``, then a 503) never blocks the loop.
+    """
+    state = get_state(request)
+    conn = state.pool.getconn()
+    try:
+        yield state.store(conn)
+    finally:
+        state.pool.putconn(conn)  # a broken or mid-transaction one is reset or dropped
+
+
+# what an endpoint declares to get its store: ``store: Store``
+Store = Annotated[SimhashStore, Depends(get_store)]
+
+
+_bearer = HTTPBearer(auto_error=False, description="The server's token (`--token`).")
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def _check_token(request: Request, creds: HTTPAuthorizationCredentials | None) -> None:
+    token = get_state(request).settings.token
+    if token is None:
+        return
+    # constant time: a wrong guess learns nothing from how long the answer took
+    given = creds.credentials.encode() if creds is not None else b""
+    if not secrets.compare_digest(given, token.encode()):
+        raise HTTPException(
+            401, "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+
+async def require_write(request: Request,
+                  creds: Credentials) -> None:
+    """Writes need the token, if the server has one."""
+    _check_token(request, creds)
+
+
+async def require_read(request: Request,
+                 creds: Credentials) -> None:
+    """Reads need the token only if the server says so (``--token-for-reads``)."""
+    if get_state(request).settings.token_for_reads:
+        _check_token(request, creds)

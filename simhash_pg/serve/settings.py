@@ -1,0 +1,82 @@
+"""What a server is started with: one frozen dataclass, passed to worker processes as JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from simhash_pg.store.checks import check_k, check_lock_timeout, check_on_duplicate, check_verify
+from simhash_pg.store.locking import DEFAULT_LOCK_TIMEOUT
+from simhash_pg.store.results import OnDuplicate
+from simhash_pg.verify import VerifyMode
+
+__all__ = ["SETTINGS_ENV", "TOKEN_ENV", "Settings"]
+
+# uvicorn starts ``--workers N`` processes that import the app themselves:
+# the CLI hands them its settings in SETTINGS_ENV (never the token) and the
+# token in TOKEN_ENV, which is also where a user may put it.
+SETTINGS_ENV = "SIMHASH_PG_SERVE_SETTINGS"
+TOKEN_ENV = "SIMHASH_PG_TOKEN"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A server's settings.
+
+    dsn: the database (None: ``$SIMHASH_PG_DSN``, else the embedded server).
+    token: the bearer token writes need (None: writes are open, which only
+    loopback makes tolerable); token_for_reads: reads need it too.
+    max_body_bytes: a larger request body is refused with 413 before it is read.
+    pool_min, pool_max, pool_timeout: the per-process connection pool, and how
+    long a request waits for a connection before a 503.
+    k, verify, on_duplicate, lock_timeout: the store's, as SimhashStore takes them.
+    migrate: create or upgrade the schema on start (the CLI decides, as
+    ``simhash-pg add`` does; see cli/serve.py).
+    """
+
+    dsn: str | None = None
+    token: str | None = None
+    token_for_reads: bool = False
+    max_body_bytes: int = 8 * 1024 * 1024
+    pool_min: int = 2
+    pool_max: int = 16
+    pool_timeout: float = 10.0
+    k: int = 3
+    verify: VerifyMode | None = None
+    on_duplicate: OnDuplicate = "skip"
+    lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT
+    migrate: bool = False
+
+    def __post_init__(self) -> None:
+        check_k(self.k)
+        check_verify(self.verify)
+        check_on_duplicate(self.on_duplicate)
+        check_lock_timeout(self.lock_timeout)
+        if self.token is not None and not self.token.strip():
+            raise ValueError("the token must not be empty")
+        if self.token_for_reads and self.token is None:
+            raise ValueError("token_for_reads needs a token")
+        for name in ("max_body_bytes", "pool_min", "pool_max"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+        if self.pool_min > self.pool_max:
+            raise ValueError("pool_min must be <= pool_max")
+
+    def to_env(self) -> dict[str, str]:
+        """Environment variables that hand these settings to a worker process."""
+        data = {k: v for k, v in dataclasses.asdict(self).items() if k != "token"}
+        env = {SETTINGS_ENV: json.dumps(data)}
+        if self.token is not None:
+            env[TOKEN_ENV] = self.token
+        return env
+
+    @classmethod
+    def from_env(cls, environ: Any = None) -> Settings:
+        """The settings :meth:`to_env` wrote (defaults where absent)."""
+        environ = os.environ if environ is None else environ
+        data = json.loads(environ.get(SETTINGS_ENV) or "{}")
+        token = environ.get(TOKEN_ENV) or None
+        return cls(**data, token=token)
