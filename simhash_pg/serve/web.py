@@ -51,7 +51,8 @@ _env.filters["hex64"] = hex64
 _env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)
 
 _STATIC = {"web.css": "text/css; charset=utf-8",
-           "web.js": "text/javascript; charset=utf-8"}
+           "web.js": "text/javascript; charset=utf-8",
+           "favicon.svg": "image/svg+xml"}
 _HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
                                "img-src 'self'; connect-src 'self'; form-action 'self'; "
