@@ -110,7 +110,7 @@ def _shot(page: Any, name: str) -> None:
     where = os.environ.get(SCREENSHOTS_ENV)
     if where:
         Path(where).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(where) / f"{name}.png"), full_page=True)
+        page.screenshot(path=str(Path(where) / f"web-{name}.png"), full_page=True)
 
 
 def test_the_web_page_in_chromium(browser: Any, server: Server) -> None:
