@@ -139,10 +139,10 @@ class SearchIn(BaseModel):
 def search(body: SearchIn, request: Request, store: Store) -> HTMLResponse:
     """The near-duplicates of a pasted text: an HTML fragment the page puts in place."""
     matches = store.near(body.text, k=body.k, limit=PAGE_SIZE)
-    rows = [r for m in matches if (r := _fetch(store, doc_id=m.id)) is not None]
-    distance = {m.id: m.distance for m in matches}
-    for r in rows:
-        r["distance"] = distance[r["id"]]
+    # their stored rows in one round trip, shown in near's order (nearest first)
+    found = {r[0]: _row(r) for r in store.connection.execute(
+        _ROW + " WHERE id = ANY(%s)", [[m.id for m in matches]]).fetchall()}
+    rows = [found[m.id] | {"distance": m.distance} for m in matches if m.id in found]
     return _render(request, "_matches.html", matches=rows, k=body.k or store.k,
                    fingerprint=store.fingerprint(body.text))
 
