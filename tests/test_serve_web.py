@@ -177,3 +177,27 @@ def test_diff_pieces_rebuild_both_texts(a: str, b: str) -> None:
     assert "".join(p.text for p in d.a if p.op == "same") == \
         "".join(p.text for p in d.b if p.op == "same")
     assert (d.ratio == 1.0) == (a == b)
+
+
+def test_recent_and_groups_are_paginated(pg_dsn: str) -> None:
+    with make_client(pg_dsn, on_duplicate="link") as client:
+        docs = [{"fingerprint": (i * 0x9E3779B97F4A7C15) % 2**64, "key": f"fp{i}"}
+                for i in range(55)]
+        assert client.post("/v1/documents/batch", json={"docs": docs,
+                                                        "dedup": False}).status_code == 200
+        first = client.get("/recent").text
+        keys = re.findall(r'<span class="key">(fp\d+)</span>', first)
+        assert keys == [f"fp{i}" for i in range(54, 4, -1)]
+        older = re.search(r'href="(/recent\?before=\d+)"', first)
+        assert older is not None
+        rest = client.get(older.group(1)).text
+        assert re.findall(r'<span class="key">(fp\d+)</span>', rest) == [
+            f"fp{i}" for i in range(4, -1, -1)]
+        assert "/recent?before=" not in rest
+        # groups: a duplicate linked to a stored document, and its compare link
+        head = client.post("/v1/documents", json={"text": EN, "key": "head"}).json()
+        dup = client.post("/v1/documents", json={"text": EN2, "key": "dup"}).json()
+        assert dup["status"] == "linked"
+        groups = client.get("/groups").text
+        assert f'href="/compare?a={head["id"]}&amp;b={dup["id"]}"' in groups
+        assert client.get(f"/groups?after={head['id']}").text.count('class="group"') == 0
