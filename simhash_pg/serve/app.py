@@ -24,7 +24,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from simhash_pg.serve import api, errors
+from simhash_pg.serve import api, errors, web
 from simhash_pg.serve.deps import ServeState, get_state
 from simhash_pg.serve.limits import BodyLimit
 from simhash_pg.serve.metrics import CONTENT_TYPE, Metrics
@@ -59,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = metrics
     errors.install(app)
     app.include_router(api.router)
+    app.include_router(web.router)  # the web page, at /
 
     @app.get("/healthz", summary="200 if the database answers, else 503", tags=["ops"])
     def healthz(request: Request) -> dict[str, str]:

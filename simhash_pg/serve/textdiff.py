@@ -1,0 +1,91 @@
+"""Two texts' shared and differing passages, for the web page's side-by-side view.
+
+Latin text is compared word by word, CJK character by character (a CJK
+word has no spaces around it, and one changed character is what a reader
+looks for). A text without any whitespace, such as the verification text a
+store keeps (letters and digits only), is compared character by character.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from typing import Literal
+
+__all__ = ["MAX_TOKENS", "Diff", "Piece", "diff", "lang_of", "tokens"]
+
+# Han, kana, Hangul (and their compatibility and extension blocks in the BMP)
+_CJK = "\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff" \
+       "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+# a CJK character; a run of other word characters; a run of whitespace; anything else
+_TOKEN = re.compile(f"[{_CJK}]|(?:(?![{_CJK}])\\w)+|\\s+|.", re.DOTALL)
+_SPACE = re.compile(r"\s")
+
+# SequenceMatcher is quadratic at worst: longer texts are compared up to here
+MAX_TOKENS = 20_000
+
+Op = Literal["same", "changed"]
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A passage of one side: shared with the other side, or not."""
+
+    op: Op
+    text: str
+
+
+@dataclass(frozen=True)
+class Diff:
+    a: list[Piece]
+    b: list[Piece]
+    ratio: float  # the share of tokens in common, 0..1 (SequenceMatcher.ratio)
+    by: Literal["words", "characters"]
+    truncated: bool
+
+
+def tokens(text: str) -> list[str]:
+    """Words, whitespace runs, CJK characters and other characters; a text
+    without whitespace: its characters."""
+    if not _SPACE.search(text):
+        return list(text)
+    return _TOKEN.findall(text)
+
+
+def diff(a: str, b: str) -> Diff:
+    """The pieces of ``a`` and of ``b``, each marked shared (``same``) or not (``changed``)."""
+    ta, tb = tokens(a), tokens(b)
+    truncated = len(ta) > MAX_TOKENS or len(tb) > MAX_TOKENS
+    ta, tb = ta[:MAX_TOKENS], tb[:MAX_TOKENS]
+    by: Literal["words", "characters"] = (
+        "words" if any(len(t) > 1 and not t.isspace() for t in ta + tb) else "characters")
+    # autojunk off: in CJK text the common characters are exactly what must match
+    sm = SequenceMatcher(None, ta, tb, autojunk=False)
+    pa: list[Piece] = []
+    pb: list[Piece] = []
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        op: Op = "same" if tag == "equal" else "changed"
+        _append(pa, op, "".join(ta[i1:i2]))
+        _append(pb, op, "".join(tb[j1:j2]))
+    return Diff(pa, pb, sm.ratio(), by, truncated)
+
+
+def _append(pieces: list[Piece], op: Op, text: str) -> None:
+    if not text:
+        return
+    if pieces and pieces[-1].op == op:
+        pieces[-1] = Piece(op, pieces[-1].text + text)
+    else:
+        pieces.append(Piece(op, text))
+
+
+def lang_of(text: str | None) -> str | None:
+    """``"zh"`` for a text that is mostly CJK (so the browser picks a CJK font), else None."""
+    if not text:
+        return None
+    sample = text[:2000]
+    cjk = len(_CJK_CHAR.findall(sample))
+    letters = sum(c.isalpha() for c in sample)
+    return "zh" if letters and cjk * 2 >= letters else None

@@ -1,0 +1,238 @@
+"""The web page of ``simhash-pg serve``: look at a store's near-duplicates in a browser.
+
+Server-rendered HTML (Jinja2, autoescaped: a stored ``<script>`` is shown as
+text) and one small script, no build step and nothing from elsewhere:
+
+- ``/``: paste or upload a text and see its near-duplicates; add it;
+- ``/compare``: two stored documents (or a pasted text and a stored one)
+  side by side, their shared and differing passages marked;
+- ``/groups``, ``/recent``: the duplicate groups, the newest documents;
+- ``/stats``: the store's stats.
+
+Safety: the pages only read. Adding goes through the API (``POST
+/v1/documents``, JSON with the bearer token the page's token field sends),
+so a page can never be made to write by a link or a cross-site form. When
+reads need the token too (``--token-for-reads``), a browser's plain GET
+cannot send it: the GET pages then answer 401, and the search (a JSON POST
+that sends the token field) still works. Every HTML answer carries a
+Content-Security-Policy that allows only this server's own script and style.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import jinja2
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from simhash_pg.bits import hamming
+from simhash_pg.serve import api
+from simhash_pg.serve.deps import Store, get_state, require_read
+from simhash_pg.serve.models import hex64
+from simhash_pg.serve.textdiff import diff, lang_of
+from simhash_pg.store import SimhashStore
+from simhash_pg.store.checks import MAX_K
+from simhash_pg.verify.jaccard import verification_text
+
+__all__ = ["router"]
+
+_HERE = Path(__file__).parent
+_env = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(_HERE / "templates"),
+    autoescape=True,  # every template, whatever its name: no unescaped document text
+    trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
+)
+_env.filters["lang"] = lang_of
+_env.filters["hex64"] = hex64
+_env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)
+
+_STATIC = {"web.css": "text/css; charset=utf-8",
+           "web.js": "text/javascript; charset=utf-8",
+           "favicon.svg": "image/svg+xml"}
+_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
+                               "img-src 'self'; connect-src 'self'; form-action 'self'; "
+                               "base-uri 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
+PAGE_SIZE = 50
+
+router = APIRouter(include_in_schema=False)
+
+
+def _render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    settings = get_state(request).settings
+    html = _env.get_template(template).render(
+        path=request.url.path, token_required=settings.token is not None,
+        token_for_reads=settings.token_for_reads, **context)
+    return HTMLResponse(html, status_code=status, headers=_HEADERS)
+
+
+def _locked(request: Request) -> HTMLResponse | None:
+    """A GET page's answer when reads need the token (a browser's GET cannot send it): 401.
+
+    Asked first, before the database: a locked page tells nothing, not even
+    whether a document exists.
+    """
+    if not get_state(request).settings.token_for_reads:
+        return None
+    return _render(request, "error.html", 401, title="Token needed",
+                   message="This server needs its token for reads. A browser page cannot "
+                   "send it with a plain link: use the search on the first page (it sends "
+                   "the token field) or the HTTP API.")
+
+
+def _not_found(request: Request, message: str) -> HTMLResponse:
+    return _render(request, "error.html", 404, title="Not found", message=message)
+
+
+# -- rows the pages show ------------------------------------------------------------
+
+_ROW = ("SELECT id, key, fingerprint, duplicate_of, created_at, meta, verify_text"
+        " FROM simhash_documents")
+
+
+def _row(r: tuple[Any, ...]) -> dict[str, Any]:
+    return {"id": r[0], "key": r[1], "fingerprint": r[2] & ((1 << 64) - 1),
+            "duplicate_of": r[3], "created_at": r[4], "meta": r[5], "text": r[6]}
+
+
+def _fetch(store: SimhashStore, *, doc_id: int | None = None,
+           key: str | None = None) -> dict[str, Any] | None:
+    if doc_id is not None:
+        r = store.connection.execute(_ROW + " WHERE id = %s", [doc_id]).fetchone()
+    else:
+        # the key's row, through simhash_keys (one row per key across partitions)
+        r = store.connection.execute(
+            _ROW + " WHERE id = (SELECT id FROM simhash_keys WHERE key = %s)", [key]).fetchone()
+    return _row(r) if r is not None else None
+
+
+def _normalise(store: SimhashStore, text: str) -> str:
+    """A pasted text as the store keeps texts (its verification text), to compare with one."""
+    return verification_text(text, html=store.scheme.html, t2s=store.scheme.t2s)
+
+
+# -- pages ----------------------------------------------------------------------------
+
+
+@router.get("/", response_class=HTMLResponse)
+def index(request: Request) -> HTMLResponse:
+    # no data on it: shown even when reads need the token (its search sends the token)
+    settings = get_state(request).settings
+    return _render(request, "index.html", title="Search", k=settings.k, max_k=MAX_K)
+
+
+class SearchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    text: str = Field(min_length=1)
+    k: int | None = Field(None, ge=0, le=MAX_K)
+
+
+@router.post("/search", response_class=HTMLResponse, dependencies=[Depends(require_read)])
+def search(body: SearchIn, request: Request, store: Store) -> HTMLResponse:
+    """The near-duplicates of a pasted text: an HTML fragment the page puts in place."""
+    matches = store.near(body.text, k=body.k, limit=PAGE_SIZE)
+    # their stored rows in one round trip, shown in near's order (nearest first)
+    found = {r[0]: _row(r) for r in store.connection.execute(
+        _ROW + " WHERE id = ANY(%s)", [[m.id for m in matches]]).fetchall()}
+    rows = [found[m.id] | {"distance": m.distance} for m in matches if m.id in found]
+    return _render(request, "_matches.html", matches=rows, k=body.k or store.k,
+                   fingerprint=store.fingerprint(body.text))
+
+
+class CompareTextIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    text: str = Field(min_length=1)
+    b: int = Field(ge=1)
+
+
+@router.post("/compare-text", response_class=HTMLResponse,
+             dependencies=[Depends(require_read)])
+def compare_text(body: CompareTextIn, request: Request, store: Store) -> HTMLResponse:
+    """A pasted text beside a stored document: an HTML fragment."""
+    doc = _fetch(store, doc_id=body.b)
+    if doc is None:
+        return _not_found(request, f"no stored document has the id {body.b}")
+    fp = store.fingerprint(body.text)
+    pasted = {"id": None, "key": "(your text)", "fingerprint": fp, "duplicate_of": None,
+              "created_at": None, "meta": None, "text": _normalise(store, body.text)}
+    return _render(request, "_compare.html", **_comparison(pasted, doc))
+
+
+def _comparison(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    both = a["text"] is not None and b["text"] is not None
+    return {"a": a, "b": b, "distance": hamming(a["fingerprint"], b["fingerprint"]),
+            "diff": diff(a["text"], b["text"]) if both else None}
+
+
+@router.get("/compare", response_class=HTMLResponse)
+def compare(request: Request, store: Store,
+            a: Annotated[int | None, Query(ge=1)] = None,
+            b: Annotated[int | None, Query(ge=1)] = None,
+            akey: str | None = None, bkey: str | None = None) -> HTMLResponse:
+    """Two stored documents side by side, by id (``a``, ``b``) or key (``akey``, ``bkey``)."""
+    if (locked := _locked(request)) is not None:
+        return locked
+    docs = []
+    for name, doc_id, key in (("a", a, akey), ("b", b, bkey)):
+        if (doc_id is None) == (key is None):
+            return _render(request, "error.html", 400, title="Two documents needed",
+                           message=f"give the {name} side as an id ({name}=...) or as a key "
+                           f"({name}key=...), not both")
+        doc = _fetch(store, doc_id=doc_id, key=key)
+        if doc is None:
+            what = f"the id {doc_id}" if doc_id is not None else f"the key {key!r}"
+            return _not_found(request, f"no stored document has {what}")
+        docs.append(doc)
+    return _render(request, "compare.html", title="Compare", verify=store.verify,
+                   **_comparison(docs[0], docs[1]))
+
+
+@router.get("/groups", response_class=HTMLResponse)
+def groups(request: Request, store: Store,
+           after: Annotated[int, Query(ge=0)] = 0) -> HTMLResponse:
+    if (locked := _locked(request)) is not None:
+        return locked
+    page = api.groups(store, limit=PAGE_SIZE, after=after)
+    return _render(request, "groups.html", title="Duplicate groups", groups=page.groups,
+                   after=after, next_after=page.next_after,
+                   on_duplicate=get_state(request).settings.on_duplicate)
+
+
+@router.get("/recent", response_class=HTMLResponse)
+def recent(request: Request, store: Store,
+           before: Annotated[int | None, Query(ge=1)] = None) -> HTMLResponse:
+    """The newest documents first (by id: ids are handed out in insertion order)."""
+    if (locked := _locked(request)) is not None:
+        return locked
+    where = " WHERE id < %(before)s" if before is not None else ""
+    rows = [_row(r) for r in store.connection.execute(
+        _ROW + where + " ORDER BY id DESC LIMIT %(limit)s",
+        {"before": before, "limit": PAGE_SIZE}).fetchall()]
+    return _render(request, "recent.html", title="Recent documents", docs=rows,
+                   next_before=rows[-1]["id"] if len(rows) == PAGE_SIZE else None)
+
+
+@router.get("/stats", response_class=HTMLResponse)
+def stats(request: Request, store: Store) -> HTMLResponse:
+    if (locked := _locked(request)) is not None:
+        return locked
+    return _render(request, "stats.html", title="Stats", stats=store.stats())
+
+
+@router.get("/static/{name}")
+def static(name: str) -> Response:
+    # a fixed list of files: no path from the request reaches the file system
+    if name not in _STATIC:
+        return Response("not found", status_code=404, media_type="text/plain")
+    return FileResponse(_HERE / "static" / name, media_type=_STATIC[name],
+                        headers={"Cache-Control": "max-age=300",
+                                 "X-Content-Type-Options": "nosniff"})

@@ -1,0 +1,208 @@
+"""The web page in a real headless Chromium (Playwright, pointed at the system's browser).
+
+A real uvicorn serves the app on a free loopback port against the test
+database. Skipped, with the reason, where no Chromium or no Playwright is
+installed (.ci/run installs Debian's ``chromium`` where it can). With
+``SIMHASH_PG_SCREENSHOTS=<dir>`` the test also saves the docs' screenshots
+there (``docs/img``: see docs/serve.md).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from simhash_pg.serve import Settings, create_app
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+
+CHROMIUM_ENV = "SIMHASH_PG_CHROMIUM"
+SCREENSHOTS_ENV = "SIMHASH_PG_SCREENSHOTS"
+
+
+def _chromium() -> str | None:
+    for candidate in (os.environ.get(CHROMIUM_ENV), "/usr/bin/chromium",
+                      shutil.which("chromium"), shutil.which("chromium-browser")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+CHROMIUM = _chromium()
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason=f"no Chromium found (/usr/bin/chromium, PATH or ${CHROMIUM_ENV}); "
+    "Debian: apt-get install chromium")
+
+EN = ("The harbour master counted forty ships at anchor before the storm came in, "
+      "and the pilots waited for the tide.")
+EN2 = ("The harbour master counted forty-one ships at anchor before the storm came in, "
+       "and the pilots waited for the morning tide.")
+ZH = "今天北京天气晴朗，气温适宜，市民纷纷走出家门到公园散步游玩，享受难得的好天气。"
+ZH2 = "今天北京天气晴朗，气温适宜，市民纷纷走出家门去公园散步游玩，享受难得的好天气！"
+ZH3 = "上海昨日发布暴雨蓝色预警，预计未来三小时内部分地区将出现短时强降水。"
+SCRIPT = "<script>document.title='owned'</script> A headline with <b>markup</b> in it."
+
+
+class Server:
+    """uvicorn in a thread, on a socket bound here (so its port is known before it starts)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        config = uvicorn.Config(create_app(settings), log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
+                                       daemon=True)
+
+    def __enter__(self) -> Server:
+        self.thread.start()
+        deadline = time.monotonic() + 60
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the server did not start")
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+        self.sock.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def server(pg_dsn: str) -> Iterator[Server]:
+    settings = Settings(dsn=pg_dsn, pool_min=1, pool_max=4, on_duplicate="link",
+                        token="web-test-token")
+    with Server(settings) as s:
+        yield s
+
+
+def _add(server: Server, text: str, key: str, **kw: Any) -> dict[str, Any]:
+    r = httpx.post(f"{server.url}/v1/documents", json={"text": text, "key": key, **kw},
+                   headers={"Authorization": "Bearer web-test-token"}, timeout=30)
+    assert r.status_code == 200, r.text
+    out: dict[str, Any] = r.json()
+    return out
+
+
+def _shot(page: Any, name: str) -> None:
+    where = os.environ.get(SCREENSHOTS_ENV)
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(where) / f"web-{name}.png"), full_page=True)
+
+
+def test_the_web_page_in_chromium(browser: Any, server: Server) -> None:
+    expect = playwright_api.expect
+    en = _add(server, EN, "news/en-1", meta={"source": "wire"})
+    en2 = _add(server, EN2, "news/en-2")
+    zh = _add(server, ZH, "新闻/北京-1")
+    zh2 = _add(server, ZH2, "新闻/北京-2")
+    _add(server, ZH3, "新闻/上海-1")
+    script = _add(server, SCRIPT, "<script>key</script>")
+    assert en2["status"] == zh2["status"] == "linked"  # on_duplicate="link": both kept, linked
+    assert en2["duplicate_of"] == en["id"] and zh2["duplicate_of"] == zh["id"]
+
+    context = browser.new_context(viewport={"width": 1100, "height": 700}, locale="zh-CN")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    refused = "the server responded with a status of 401"  # the add without the token
+
+    # search a pasted Chinese text: its near-duplicates, nearest first, with their distance
+    page.goto(server.url + "/")
+    expect(page).to_have_title("Search · simhash-pg")
+    page.fill("#text", ZH2)
+    page.click("#search")
+    rows = page.locator("table.matches tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.nth(0).locator("td.distance")).to_have_text("0")
+    expect(rows.nth(0)).to_contain_text("新闻/北京-2")
+    expect(rows.nth(1)).to_contain_text("新闻/北京-1")
+    assert int(rows.nth(1).locator("td.distance").inner_text()) > 0
+    _shot(page, "search")
+
+    # the pasted text beside a stored one, their differences marked
+    rows.nth(1).locator("button.compare-text").click()
+    expect(page.locator("#compare .doc-text").first).to_be_visible()
+    # (the store keeps texts normalised: letters and digits, so "！" is not there to differ)
+    expect(page.locator("#compare .side").nth(0).locator(".changed")).to_have_text(["去"])
+    expect(page.locator("#compare .side").nth(1).locator(".changed")).to_have_text(["到"])
+
+    # an upload fills the text; adding without the token is refused, with it is done
+    page.set_input_files("#file", files=[{"name": "t.txt", "mimeType": "text/plain",
+                                          "buffer": ZH3.encode()}])
+    expect(page.locator("#text")).to_have_value(ZH3)
+    page.fill("#text", "A brand new text about lighthouses and their keepers on the coast.")
+    page.click("#add")
+    expect(page.locator("#add-result")).to_contain_text("bearer token")
+    page.fill("#token", "web-test-token")
+    page.fill("#key", "lighthouse")
+    page.click("#add")
+    expect(page.locator("#add-result")).to_contain_text("inserted as #")
+
+    # two stored English documents side by side: word differences marked
+    page.goto(f"{server.url}/compare?a={en['id']}&b={en2['id']}")
+    changed = page.locator(".side").nth(1).locator(".changed")
+    expect(changed.first).to_be_visible()
+    assert "one" in "".join(changed.all_inner_texts())
+    _shot(page, "compare")
+    page.goto(f"{server.url}/compare?a={zh['id']}&b={zh2['id']}")
+    expect(page.locator(".side").nth(0).locator(".doc-text")).to_have_attribute("lang", "zh")
+    expect(page.locator(".side").nth(1).locator(".changed")).to_have_text(["去"])
+    _shot(page, "compare-zh")
+
+    # groups (the link policy), recent (newest first), stats
+    page.goto(server.url + "/groups")
+    groups = page.locator("section.group")
+    expect(groups).to_have_count(2)
+    expect(groups.nth(1)).to_contain_text("新闻/北京-2")
+    groups.nth(1).get_by_role("link", name="compare").click()
+    expect(page).to_have_url(f"{server.url}/compare?a={zh['id']}&b={zh2['id']}")
+    _shot_page(page, server.url + "/groups", "groups")
+    page.goto(server.url + "/recent")
+    keys = page.locator("table.recent tbody tr td:nth-child(3) .key").all_inner_texts()
+    assert keys[:2] == ["lighthouse", "<script>key</script>"]
+    _shot(page, "recent")
+    page.goto(server.url + "/stats")
+    expect(page.locator("table.stats")).to_contain_text("schema_revision")
+    _shot(page, "stats")
+
+    # a stored <script> is text: shown as written, never run
+    page.goto(f"{server.url}/compare?a={script['id']}&b={en['id']}")
+    expect(page).to_have_title("Compare · simhash-pg")
+    expect(page.locator(".side").nth(0).locator("h3")).to_contain_text("<script>key</script>")
+    assert page.locator("main script").count() == 0
+    page.goto(server.url + "/recent")
+    expect(page.locator("table.recent")).to_contain_text("<script>key</script>")
+    assert page.title() == "Recent documents · simhash-pg"
+    assert [e for e in errors if refused not in e] == []
+    context.close()
+
+
+def _shot_page(page: Any, url: str, name: str) -> None:
+    if os.environ.get(SCREENSHOTS_ENV):
+        page.goto(url)
+        _shot(page, name)

@@ -1,0 +1,203 @@
+"""The web page of ``simhash-pg serve``: its pages, its escaping, its side-by-side diff.
+
+The pages run in-process here (FastAPI's TestClient, against the test
+database); tests/test_serve_browser.py drives them in headless Chromium.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from simhash_pg.serve import Settings, create_app
+from simhash_pg.serve.textdiff import diff, lang_of, tokens
+
+with warnings.catch_warnings():  # Starlette asks for httpx2 in its TestClient; httpx works
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
+
+EN = "The harbour master counted forty ships at anchor before the storm came in."
+EN2 = "The harbour master counted forty-one ships at anchor before the storm came in!"
+ZH = "今天北京天气晴朗，气温适宜，市民纷纷走出家门到公园散步游玩。"
+ZH2 = "今天北京天气晴朗，气温适宜，市民纷纷走出家门去公园散步游玩。"
+SCRIPT = "<script>alert('x')</script> The harbour wall <b>fell</b> in the night & day."
+
+
+def make_client(dsn: str, **settings: Any) -> TestClient:
+    return TestClient(create_app(Settings(dsn=dsn, pool_min=1, pool_max=4, **settings)))
+
+
+@pytest.fixture
+def client(pg_dsn: str) -> Iterator[TestClient]:
+    with make_client(pg_dsn) as c:
+        yield c
+
+
+def add(client: TestClient, text: str, key: str, **kw: Any) -> dict[str, Any]:
+    r = client.post("/v1/documents", json={"text": text, "key": key, **kw})
+    assert r.status_code == 200, r.text
+    out: dict[str, Any] = r.json()
+    return out
+
+
+def test_pages_render(client: TestClient) -> None:
+    a = add(client, EN, "en-1")
+    b = add(client, EN2, "en-2", dedup=False)
+    add(client, ZH, "中文-1")
+    for path in ("/", "/groups", "/recent", "/stats", f"/compare?a={a['id']}&b={b['id']}"):
+        r = client.get(path)
+        assert r.status_code == 200, (path, r.text)
+        assert r.headers["content-type"] == "text/html; charset=utf-8"
+        assert "script-src 'self'" in r.headers["content-security-policy"]
+        assert '<meta charset="utf-8">' in r.text and '<html lang="en">' in r.text
+    recent = client.get("/recent").text
+    assert recent.index("中文-1") < recent.index("en-2") < recent.index("en-1")
+    assert 'lang="zh"' in recent  # the Chinese text gets a CJK font
+    stats = client.get("/stats").text
+    assert "documents" in stats or "rows" in stats
+
+
+def test_search_lists_near_duplicates_nearest_first(client: TestClient) -> None:
+    far = add(client, EN2, "far")
+    near = add(client, EN, "near", dedup=False)
+    r = client.post("/search", json={"text": EN})
+    assert r.status_code == 200, r.text
+    rows = re.findall(r'<td class="num distance">(\d+)</td>\s*<td class="num">(\d+)</td>', r.text)
+    assert [int(i) for _, i in rows] == [near["id"], far["id"]]
+    assert int(rows[0][0]) == 0 < int(rows[1][0])
+    bad = client.post("/search", json={"text": "。，！"})
+    assert bad.status_code == 422 and "feature" in bad.json()["detail"]
+
+
+def test_document_text_is_escaped(client: TestClient) -> None:
+    doc = add(client, SCRIPT, "<script>k</script>", meta={"t": "<img src=x onerror=alert(1)>"})
+    other = add(client, EN, "plain")
+    pages = [client.get("/recent").text,
+             client.get(f"/compare?a={doc['id']}&b={other['id']}").text,
+             client.post("/search", json={"text": SCRIPT}).text,
+             client.post("/compare-text", json={"text": SCRIPT, "b": doc["id"]}).text]
+    for page in pages:
+        assert "<script>k" not in page and "<img src=x" not in page
+        assert "<script>alert" not in page
+    assert "&lt;script&gt;k&lt;/script&gt;" in pages[0]
+    assert "&lt;img src=x onerror=alert(1)&gt;" in pages[0]
+
+
+def test_compare_marks_the_differences(client: TestClient) -> None:
+    a = add(client, ZH, "zh-a")
+    b = add(client, ZH2, "zh-b", dedup=False)
+    page = client.get("/compare", params={"akey": "zh-a", "bkey": "zh-b"}).text
+    assert '<span class="changed">到</span>' in page
+    assert '<span class="changed">去</span>' in page
+    by_id = client.get(f"/compare?a={a['id']}&b={b['id']}").text
+    assert by_id == page
+    assert client.get("/compare?a=999999&b=1").status_code == 404
+    assert client.get(f"/compare?a={a['id']}").status_code == 400
+    assert client.get("/compare?a=x&b=1").status_code == 422
+
+
+def test_texts_the_store_does_not_keep_are_said_so(pg_dsn: str) -> None:
+    with make_client(pg_dsn, verify="off") as client:  # "off" keeps no text
+        a = add(client, EN, "a")
+        b = add(client, EN2, "b", dedup=False)
+        page = client.get(f"/compare?a={a['id']}&b={b['id']}").text
+    assert page.count("keeps no text for this document") == 2
+    assert 'class="changed"' not in page
+
+
+def test_reads_that_need_the_token(pg_dsn: str) -> None:
+    with make_client(pg_dsn, token="s3cret", token_for_reads=True) as client:
+        assert client.get("/").status_code == 200  # no data on it; its search sends the token
+        for path in ("/recent", "/groups", "/stats", "/compare?a=1&b=2"):
+            r = client.get(path)
+            assert r.status_code == 401 and "needs its token" in r.text, path
+        assert client.post("/search", json={"text": EN}).status_code == 401
+        ok = client.post("/search", json={"text": EN},
+                         headers={"Authorization": "Bearer s3cret"})
+        assert ok.status_code == 200
+
+
+def test_writes_are_not_made_by_the_pages(pg_dsn: str) -> None:
+    with make_client(pg_dsn, token="s3cret") as client:
+        assert client.post("/v1/documents", json={"text": EN}).status_code == 401
+        assert "needs its token for writes" in client.get("/").text
+        for path in ("/", "/recent", "/groups", "/stats"):  # no page takes a write
+            assert client.post(path, json={"text": EN}).status_code in (401, 404, 405, 422)
+        assert client.get("/recent").text.count("<tr>") == 0
+
+
+def test_static_files_are_a_fixed_list(client: TestClient) -> None:
+    assert client.get("/static/web.css").headers["content-type"].startswith("text/css")
+    assert client.get("/static/web.js").status_code == 200
+    for bad in ("../web.py", "..%2Fweb.py", "web.py", "%2e%2e/app.py"):
+        assert client.get(f"/static/{bad}").status_code == 404, bad
+
+
+def test_web_pages_stay_out_of_the_openapi_schema(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    assert not {"/", "/search", "/compare", "/groups", "/recent", "/stats"} & set(paths)
+
+
+# -- the diff ------------------------------------------------------------------
+
+
+def test_tokens() -> None:
+    assert tokens("the cat, sat") == ["the", " ", "cat", ",", " ", "sat"]
+    assert tokens("北京 天气abc") == ["北", "京", " ", "天", "气", "abc"]
+    assert tokens("stocksrally北京") == list("stocksrally北京")  # no spaces: characters
+
+
+def test_diff_by_words_and_by_characters() -> None:
+    d = diff("the quick brown fox", "the quick red fox")
+    assert d.by == "words"
+    assert [(p.op, p.text) for p in d.b] == [("same", "the quick "), ("changed", "red"),
+                                             ("same", " fox")]
+    d = diff("北京天气晴朗", "北京天气很晴朗")
+    assert d.by == "characters"
+    assert [(p.op, p.text) for p in d.b] == [("same", "北京天气"), ("changed", "很"),
+                                             ("same", "晴朗")]
+    assert lang_of(ZH) == "zh" and lang_of(EN) is None and lang_of(None) is None
+
+
+_texts = st.text(st.sampled_from(list("ab 北京,\n\tx")), max_size=60)
+
+
+@given(_texts, _texts)
+def test_diff_pieces_rebuild_both_texts(a: str, b: str) -> None:
+    d = diff(a, b)
+    assert "".join(p.text for p in d.a) == a
+    assert "".join(p.text for p in d.b) == b
+    # what is marked shared is the same on both sides, in the same order
+    assert "".join(p.text for p in d.a if p.op == "same") == \
+        "".join(p.text for p in d.b if p.op == "same")
+    assert (d.ratio == 1.0) == (a == b)
+
+
+def test_recent_and_groups_are_paginated(pg_dsn: str) -> None:
+    with make_client(pg_dsn, on_duplicate="link") as client:
+        docs = [{"fingerprint": (i * 0x9E3779B97F4A7C15) % 2**64, "key": f"fp{i}"}
+                for i in range(55)]
+        assert client.post("/v1/documents/batch", json={"docs": docs,
+                                                        "dedup": False}).status_code == 200
+        first = client.get("/recent").text
+        keys = re.findall(r'<span class="key">(fp\d+)</span>', first)
+        assert keys == [f"fp{i}" for i in range(54, 4, -1)]
+        older = re.search(r'href="(/recent\?before=\d+)"', first)
+        assert older is not None
+        rest = client.get(older.group(1)).text
+        assert re.findall(r'<span class="key">(fp\d+)</span>', rest) == [
+            f"fp{i}" for i in range(4, -1, -1)]
+        assert "/recent?before=" not in rest
+        # groups: a duplicate linked to a stored document, and its compare link
+        head = client.post("/v1/documents", json={"text": EN, "key": "head"}).json()
+        dup = client.post("/v1/documents", json={"text": EN2, "key": "dup"}).json()
+        assert dup["status"] == "linked"
+        groups = client.get("/groups").text
+        assert f'href="/compare?a={head["id"]}&amp;b={dup["id"]}"' in groups
+        assert client.get(f"/groups?after={head['id']}").text.count('class="group"') == 0
