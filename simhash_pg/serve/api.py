@@ -36,7 +36,7 @@ from simhash_pg.serve.models import (
     NearOut,
     hex64,
 )
-from simhash_pg.store import AddResult, Doc, Match
+from simhash_pg.store import AddResult, Doc, Match, SimhashStore
 
 __all__ = ["router"]
 
@@ -159,8 +159,12 @@ ORDER BY h.head
             summary="Duplicate groups: stored documents and the duplicates linked to them")
 async def groups(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 50,
                  after: Annotated[int, Query(ge=0)] = 0) -> GroupsOut:
-    rows = await with_store(request, lambda store: store.connection.execute(
-        _GROUPS, {"after": after, "limit": limit}).fetchall())
+    return await with_store(request, lambda store: read_groups(store, limit=limit, after=after))
+
+
+def read_groups(store: SimhashStore, *, limit: int, after: int) -> GroupsOut:
+    """One page of duplicate groups after head id ``after`` (the API's and the web page's)."""
+    rows = store.connection.execute(_GROUPS, {"after": after, "limit": limit}).fetchall()
     out = [Group(id=head, key=key, size=size,
                  members=[GroupMember(id=i, key=k, distance=dist) for i, k, dist in members])
            for head, key, size, members in rows]

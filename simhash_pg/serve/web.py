@@ -201,7 +201,7 @@ def groups(request: Request, store: Store,
            after: Annotated[int, Query(ge=0)] = 0) -> HTMLResponse:
     if (locked := _locked(request)) is not None:
         return locked
-    page = api.groups(store, limit=PAGE_SIZE, after=after)
+    page = api.read_groups(store, limit=PAGE_SIZE, after=after)
     return _render(request, "groups.html", title="Duplicate groups", groups=page.groups,
                    after=after, next_after=page.next_after,
                    on_duplicate=get_state(request).settings.on_duplicate)
