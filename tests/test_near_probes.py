@@ -373,7 +373,7 @@ def test_migration_0009_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
     assert pg.execute("SELECT * FROM simhash_near_many(%s::bigint[], 6)",
                       [[to_signed(q) for q in queries]]).fetchall() == near
     migrate.upgrade(pg_dsn)
-    assert migrate.current(pg_dsn) == migrate.HEAD == "0009"
+    assert migrate.current(pg_dsn) == migrate.HEAD
     assert _present(pg) == _granted_to_reader(pg) == [True] * len(SIGNATURES)
     assert sql_many(pg, queries, probes, [13] * len(queries)) == want
     assert [sql_single(pg, q, p, 13) for q, p in zip(queries, probes, strict=True)] == want
