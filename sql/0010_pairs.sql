@@ -39,8 +39,12 @@ $$;
 -- sort of the whole table, and the rows stream out as they are found.
 -- A pair of distinct fingerprints is emitted only by the first of the eight
 -- keys it shares (simhash_pair_branch), so never twice; then joined to its
--- rows, as are the fingerprints stored more than once (distance 0). Cost at
--- 10M rows: docs/scaling.md ("All pairs").
+-- rows, as are the fingerprints stored more than once (distance 0, found by
+-- a window in index order). The rows of a fingerprint come from a subquery
+-- (ARRAY(...)), planned on its own as an index scan: as a join, the planner
+-- trusted its estimate of few pairs and scanned the table once per pair
+-- (minutes at 200k rows under a cursor). Cost at 10M rows: docs/scaling.md
+-- ("All pairs").
 --
 -- Inlined into the caller's query (a single SELECT, no SET, not STRICT), so
 -- a cursor over SELECT * FROM simhash_pairs(3) gets rows while the scan
@@ -114,13 +118,17 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
         WHERE e.fa < e.fb AND simhash_hamming(e.fa, e.fb) <= k
           AND simhash_pair_branch(e.fa # e.fb) = e.branch
         UNION ALL
-        SELECT d.fingerprint, d.fingerprint, 0 FROM simhash_documents d
-        GROUP BY d.b0, d.b1, d.fingerprint HAVING count(*) > 1
+        SELECT d.fingerprint, d.fingerprint, 0 FROM (
+            SELECT u.fingerprint, row_number() OVER w AS r
+            FROM simhash_documents AS u WINDOW w AS (PARTITION BY u.b0, u.b1, u.fingerprint)
+        ) AS d WHERE d.r = 2
     ) AS f
-    JOIN simhash_documents x
-      ON x.b0 = simhash_block(f.fa, 0) AND x.b1 = simhash_block(f.fa, 1) AND x.fingerprint = f.fa
-    JOIN simhash_documents y
-      ON y.b0 = simhash_block(f.fb, 0) AND y.b1 = simhash_block(f.fb, 1) AND y.fingerprint = f.fb
+    CROSS JOIN LATERAL unnest(ARRAY(
+        SELECT x.id FROM simhash_documents x WHERE x.b0 = simhash_block(f.fa, 0)
+           AND x.b1 = simhash_block(f.fa, 1) AND x.fingerprint = f.fa)) AS x (id)
+    CROSS JOIN LATERAL unnest(ARRAY(
+        SELECT y.id FROM simhash_documents y WHERE y.b0 = simhash_block(f.fb, 0)
+           AND y.b1 = simhash_block(f.fb, 1) AND y.fingerprint = f.fb)) AS y (id)
     WHERE simhash_check_k(k) < 4 AND (f.fa < f.fb OR x.id < y.id)
     UNION ALL
     SELECT x.id, n.id, n.distance
