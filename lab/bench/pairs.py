@@ -14,7 +14,9 @@ Loads N fingerprints of ``bench store``'s data (10% planted near-duplicates,
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 import click
 import numpy as np
@@ -24,6 +26,20 @@ from lab.bench.store import make_data
 from simhash_pg.cli.options import k_option
 
 OLD_NAME = "simhash_pairs_0009"
+
+
+def backend_cpu_s(pid: int) -> float | None:
+    """CPU seconds of a server process on this machine (user + system), if /proc shows it."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_note(before: float | None, after: float | None) -> str:
+    # a shared machine stretches wall time; the server process's CPU time does not
+    return "" if before is None or after is None else f", server CPU {after - before:.1f} s"
 
 
 @click.command("pairs")
@@ -91,6 +107,8 @@ def _run(dsn: str, n: int, k: int, old_timeout: int, sample: int, links: bool,
                  " ON i.inhrelid = c.oid WHERE i.inhparent IN (SELECT indexrelid FROM pg_index"
                  " WHERE indrelid = 'simhash_documents'::regclass)")
 
+    pid = store.connection.info.backend_pid
+    cpu0 = backend_cpu_s(pid)
     t = time.perf_counter()
     first = None
     a_l: list[int] = []
@@ -102,7 +120,8 @@ def _run(dsn: str, n: int, k: int, old_timeout: int, sample: int, links: bool,
         b_l.append(p.b)
     new_s = time.perf_counter() - t
     echo(f"simhash_pairs({k}) (revision 0010, streamed by SimhashStore.pairs): "
-         f"{len(a_l):,} pairs in {new_s:.1f} s, first pair after {first or 0:.2f} s")
+         f"{len(a_l):,} pairs in {new_s:.1f} s{cpu_note(cpu0, backend_cpu_s(pid))}, "
+         f"first pair after {first or 0:.2f} s (load average {os.getloadavg()[0]:.1f})")
 
     if old_timeout:
         old = (sql_dir() / "0010_pairs_drop.sql").read_text(encoding="utf-8")
@@ -110,16 +129,24 @@ def _run(dsn: str, n: int, k: int, old_timeout: int, sample: int, links: bool,
                                                     f"FUNCTION {OLD_NAME}(")
         conn.execute(old)
         conn.execute(f"SET statement_timeout = '{old_timeout}s'")
+        # one process, as the new form's cursor (PostgreSQL never runs a cursor
+        # in parallel): the CPU times compare
+        conn.execute("SET max_parallel_workers_per_gather = 0")
+        old_pid = conn.info.backend_pid
+        cpu0 = backend_cpu_s(old_pid)
         t = time.perf_counter()
         try:
             got = conn.execute(f"SELECT count(*) FROM {OLD_NAME}(%s)", [k]).fetchone() or (0,)
             old_s = time.perf_counter() - t
             echo(f"revision 0009's simhash_pairs({k}) (block self-joins): {got[0]:,} pairs "
-                 f"in {old_s:.1f} s; {old_s / new_s:.1f}x the new form's time")
+                 f"in {old_s:.1f} s{cpu_note(cpu0, backend_cpu_s(old_pid))}; "
+                 f"{old_s / new_s:.1f}x the new form's time")
         except psycopg.errors.QueryCanceled:
             echo(f"revision 0009's simhash_pairs({k}) (block self-joins): not done after "
-                 f"{old_timeout} s (stopped); over {old_timeout / new_s:.1f}x the new form's time")
+                 f"{old_timeout} s (stopped{cpu_note(cpu0, backend_cpu_s(old_pid))}); over "
+                 f"{old_timeout / new_s:.1f}x the new form's time")
         conn.execute("RESET statement_timeout")
+        conn.execute("RESET max_parallel_workers_per_gather")
         conn.execute(f"DROP FUNCTION {OLD_NAME}(integer)")
 
     a = np.array(a_l, dtype=np.int64)
