@@ -290,7 +290,7 @@ class SimhashStore:
         In no particular order, streamed from a server-side cursor (exact;
         fingerprints only, never verified): the store's connection is busy
         in that cursor's transaction until the iterator is exhausted or
-        closed. At 10M rows k <= 3 takes about a minute (docs/scaling.md).
+        closed. At 10M rows k <= 3 takes minutes (docs/scaling.md, 0d).
         """
         return query.pairs(self._conn, self._k(k))
 
