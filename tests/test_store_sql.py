@@ -737,17 +737,17 @@ def test_alembic_check_detects_a_difference(pg: psycopg.Connection, pg_dsn: str)
         migrate.check(pg_dsn)
 
 
-def test_migration_0010_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
-    # 0010 replaces simhash_pairs; its downgrade restores the block self-joins
+def test_migration_0012_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
+    # 0012 replaces simhash_pairs; its downgrade restores the block self-joins
     rnd = random.Random(10)
     stored = [rnd.getrandbits(64) for _ in range(150)]
     stored += [flip(fp, rnd.randint(0, 4), rnd) for fp in stored[:80]]
     load(pg, stored)
     want = brute_pairs(stored, 3)
     assert sql_pairs(pg, 3) == want
-    assert migrate.downgrade_losses_between("0010", "0009") == []
-    migrate.downgrade(pg_dsn, "0009")
-    assert migrate.current(pg_dsn) == "0009"
+    assert migrate.downgrade_losses_between("0012", "0011") == []
+    migrate.downgrade(pg_dsn, "0011")
+    assert migrate.current(pg_dsn) == "0011"
     assert pg.execute("SELECT to_regprocedure('simhash_pair_branch(bigint)')").fetchone() == (None,)
     assert pg.execute("SELECT a, b, distance FROM simhash_pairs(3)").fetchall() == want
     migrate.upgrade(pg_dsn)

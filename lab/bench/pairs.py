@@ -7,7 +7,7 @@ Loads N fingerprints of ``bench store``'s data (10% planted near-duplicates,
 - ``SimhashStore.pairs(k)`` (simhash_pairs streamed from a server-side
   cursor): time to the first pair and to the last;
 - revision 0009's simhash_pairs (block self-joins, recreated here under
-  another name from sql/0010_pairs_drop.sql), under a statement timeout;
+  another name from sql/0012_pairs_drop.sql), under a statement timeout;
 - exactness on a sample: every pair of a sampled row, by brute force over
   all N fingerprints in NumPy, against the pairs streamed.
 """
@@ -119,12 +119,12 @@ def _run(dsn: str, n: int, k: int, old_timeout: int, sample: int, links: bool,
         a_l.append(p.a)
         b_l.append(p.b)
     new_s = time.perf_counter() - t
-    echo(f"simhash_pairs({k}) (revision 0010, streamed by SimhashStore.pairs): "
+    echo(f"simhash_pairs({k}) (revision 0012, streamed by SimhashStore.pairs): "
          f"{len(a_l):,} pairs in {new_s:.1f} s{cpu_note(cpu0, backend_cpu_s(pid))}, "
          f"first pair after {first or 0:.2f} s (load average {os.getloadavg()[0]:.1f})")
 
     if old_timeout:
-        old = (sql_dir() / "0010_pairs_drop.sql").read_text(encoding="utf-8")
+        old = (sql_dir() / "0012_pairs_drop.sql").read_text(encoding="utf-8")
         old = old.split("DROP FUNCTION")[0].replace("FUNCTION simhash_pairs(",
                                                     f"FUNCTION {OLD_NAME}(")
         conn.execute(old)

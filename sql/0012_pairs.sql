@@ -1,6 +1,6 @@
--- simhash-pg revision 0010: simhash_pairs at scale (issue 17, item 4).
--- Applied by migrations/versions/0010_pairs.py; undone by
--- sql/0010_pairs_drop.sql.
+-- simhash-pg revision 0012: simhash_pairs at scale (issue 17, item 4).
+-- Applied by migrations/versions/0012_pairs.py; undone by
+-- sql/0012_pairs_drop.sql.
 --
 -- For k <= 3 simhash_pairs joined each block to itself on equality: at 10M
 -- rows ~152 rows share a block value, so ~3 billion candidate pairs over the

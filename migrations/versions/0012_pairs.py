@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from simhash_pg.db.resources import run_sql
 
-revision: str = "0010"
-down_revision: str | None = "0009"
+revision: str = "0012"
+down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -22,8 +22,8 @@ downgrade_drops: str | None = None
 
 
 def upgrade() -> None:
-    run_sql("0010_pairs.sql")
+    run_sql("0012_pairs.sql")
 
 
 def downgrade() -> None:
-    run_sql("0010_pairs_drop.sql")
+    run_sql("0012_pairs_drop.sql")

@@ -1,6 +1,6 @@
--- simhash-pg revision 0010, undone: simhash_pairs as revisions 0001-0009
+-- simhash-pg revision 0012, undone: simhash_pairs as revisions 0001-0011
 -- left it (block self-joins, sorted by a, b), and no simhash_pair_branch.
--- Run by migrations/versions/0010_pairs.py downgrade().
+-- Run by migrations/versions/0012_pairs.py downgrade().
 
 -- Every pair of stored documents within k, a < b. Block self-joins (hash
 -- joins on equal blocks for k <= 3), simhash_near per row above.
