@@ -259,7 +259,8 @@ def test_search_functions_exact_across_partitions(
             ).fetchall()
             assert got == want
             assert [(d, i) for qq, i, d in many if qq == qi] == want
-        pairs = pg.execute("SELECT a, b, distance FROM simhash_pairs(%s)", [k]).fetchall()
+        pairs = pg.execute(
+            "SELECT a, b, distance FROM simhash_pairs(%s) ORDER BY a, b", [k]).fetchall()
         items = sorted(stored.items())
         want_pairs = [(a, b, hamming(fa, fb)) for n, (a, fa) in enumerate(items)
                       for b, fb in items[n + 1:] if hamming(fa, fb) <= k]

@@ -18,6 +18,7 @@ from simhash_pg.store import (
     AddResult,
     Doc,
     Match,
+    Pair,
     SchemaVersionError,
     SchemeMismatchError,
     SimhashStore,
@@ -164,6 +165,28 @@ def test_near_limit_and_many_empty(store: SimhashStore) -> None:
     store.add_many([0, 1, 3, 7], dedup=False)
     assert [m.id for m in store.near(0, k=3, limit=2)] == [1, 2]
     assert store.near_many([]) == []
+
+
+def test_pairs_stream_every_pair_once(store: SimhashStore) -> None:
+    rnd = random.Random(17)
+    stored = [rnd.getrandbits(64) for _ in range(400)]
+    stored += [flip(fp, rnd.randint(0, 4), rnd) for fp in stored[:300]]
+    store.add_many(stored, dedup=False)
+    for k in (3, 5):
+        want = [Pair(i + 1, j + 1, hamming(stored[i], stored[j]))
+                for i in range(len(stored)) for j in range(i + 1, len(stored))
+                if hamming(stored[i], stored[j]) <= k]
+        assert len(want) > 200
+        assert sorted(store.pairs(k=k), key=lambda p: (p.a, p.b)) == want
+    # a server-side cursor: a few rows, then closing it ends its transaction
+    it = store.pairs(k=3)
+    assert isinstance(next(it), Pair)
+    assert store.connection.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+    it.close()
+    assert store.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert store.count() == 700
+    with pytest.raises(ValueError, match="k must be between"):
+        store.pairs(k=65)
 
 
 # -- add_many -----------------------------------------------------------------------

@@ -14,6 +14,8 @@ _BENCHES = {
     "fingerprint": "lab.bench.fingerprint:command",
     "store": "lab.bench.store:command",
     "hnsw": "lab.bench.hnsw:command",
+    "near-overhead": "lab.bench.near_overhead:command",
+    "pairs": "lab.bench.pairs:command",
     "stream": "lab.bench.stream:command",
     "text": "lab.bench.text:command",
     "serve": "lab.bench.serve:command",

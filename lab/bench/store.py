@@ -40,7 +40,9 @@ VARIANTS: dict[str, str] = {
 }
 
 
-def make_data(n: int, seed: int, skew: bool) -> np.ndarray:
+def make_data(n: int, seed: int, skew: bool,
+              plants: list[np.ndarray] | None = None) -> np.ndarray:
+    """``plants``, if given, receives the planted rows' positions and their sources'."""
     rng = np.random.default_rng(seed)
     fps = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True)
     if skew:
@@ -59,6 +61,8 @@ def make_data(n: int, seed: int, skew: bool) -> np.ndarray:
         bit = rng.integers(0, 64, size=len(dup)).astype(np.uint64)
         flips |= np.where(nbits > j, np.uint64(1) << bit, np.uint64(0))
     fps[dup] = fps[src] ^ flips
+    if plants is not None:
+        plants += [dup, src]
     return fps
 
 

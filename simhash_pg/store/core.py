@@ -28,7 +28,7 @@ batch, bulk, opening, stats; locking and retention), verification is
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from datetime import datetime, timedelta
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -51,7 +51,15 @@ from simhash_pg.store.checks import (
     check_retention,
     check_verify,
 )
-from simhash_pg.store.results import AddManyResult, AddResult, Doc, Document, Match, OnDuplicate
+from simhash_pg.store.results import (
+    AddManyResult,
+    AddResult,
+    Doc,
+    Document,
+    Match,
+    OnDuplicate,
+    Pair,
+)
 from simhash_pg.store.retention import DEFAULT_PURGE_BATCH
 from simhash_pg.store.stats import table_stats
 from simhash_pg.verify import VerifyMode, VerifyPolicy, VText
@@ -320,6 +328,16 @@ class SimhashStore:
         """
         return query.near_many(self._conn, list(docs), self._k(k), self.fingerprinter,
                                self.policy)
+
+    def pairs(self, *, k: int | None = None) -> Generator[Pair, None, None]:
+        """Every pair of stored documents within Hamming distance k, each once, ``a < b``.
+
+        In no particular order, streamed from a server-side cursor (exact;
+        fingerprints only, never verified): the store's connection is busy
+        in that cursor's transaction until the iterator is exhausted or
+        closed. At 10M rows k <= 3 takes minutes (docs/scaling.md, 0d).
+        """
+        return query.pairs(self._conn, self._k(k))
 
     def get(self, id_or_key: int | str) -> Document | None:
         """The stored row with this id (int) or key (str), or None."""

@@ -8,6 +8,7 @@ widens the radius and keeps what the duplicate rule accepts.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any, cast
 
 import psycopg
@@ -15,11 +16,11 @@ import psycopg
 from simhash_pg.bits import to_signed, to_signed_list
 from simhash_pg.store import sql
 from simhash_pg.store.checks import check_document
-from simhash_pg.store.results import Match
+from simhash_pg.store.results import Match, Pair
 from simhash_pg.verify import VerifyPolicy, VText
 from simhash_pg.verify.candidates import lookup, texts_and_vtexts
 
-__all__ = ["near", "near_many"]
+__all__ = ["near", "near_many", "pairs"]
 
 
 def near(conn: psycopg.Connection[Any], fp: int, vt: VText | None, k: int, limit: int | None,
@@ -53,6 +54,20 @@ def near_many(conn: psycopg.Connection[Any], items: list[Any], k: int, fingerpri
         for i, cands in zip(ver, hits, strict=True):
             out[i] = [Match(c.id, c.key, c.distance, c.meta) for c in cands]
     return out
+
+
+def pairs(conn: psycopg.Connection[Any], k: int, itersize: int = 10_000
+          ) -> Generator[Pair, None, None]:
+    """Every stored pair within ``k``, streamed: a server-side cursor in one transaction.
+
+    simhash_pairs is inlined into the cursor's query, so rows arrive while
+    the scan runs, ``itersize`` a round trip, and the client holds one batch.
+    """
+    with conn.transaction(), conn.cursor(name="simhash_pairs") as cur:
+        cur.itersize = itersize
+        cur.execute(sql.PAIRS, [k])
+        for a, b, distance in cur:
+            yield Pair(a, b, distance)
 
 
 def _fingerprints(items: list[Any], fingerprinter: Any, policy: VerifyPolicy,

@@ -17,6 +17,7 @@ __all__ = [
     "LockTimeoutError",
     "Match",
     "OnDuplicate",
+    "Pair",
     "SchemaVersionError",
     "SchemeMismatchError",
     "StoreConnectionError",
@@ -95,6 +96,15 @@ class Match:
     key: str | None
     distance: int
     meta: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two stored documents within distance k of each other, ``a < b``."""
+
+    a: int
+    b: int
+    distance: int
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ __all__ = [
     "NEAREST_MANY",
     "NEAR_MANY",
     "NEXT_IDS",
+    "PAIRS",
     "AddFunction",
     "add_statement",
 ]
@@ -62,6 +63,8 @@ NEAREST_MANY = (
     "SELECT DISTINCT ON (n.query) n.query, n.id, n.key, n.distance"
     " FROM simhash_near_many(%b::bigint[], %s) AS n ORDER BY n.query, n.distance, n.id"
 )
+# Streamed through a server-side cursor (sql/current/pairs.sql: inlined, unsorted).
+PAIRS = "SELECT a, b, distance FROM simhash_pairs(%s)"
 KEYS = ("SELECT key, id, fingerprint, duplicate_of FROM simhash_documents"
         " WHERE key = ANY(%b::text[])")
 NEXT_IDS = (
