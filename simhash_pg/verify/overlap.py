@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from simhash_pg.verify.jaccard import is_short, shingles
+from simhash_pg.verify.jaccard import distinct_sorted, is_short, shingles
 
 __all__ = ["DOC_NGRAM", "OVERLAP_THRESHOLD", "SHORT_NGRAM", "is_duplicate", "ngram_for", "overlap"]
 
@@ -85,18 +85,18 @@ def _pair_codes(
     if bits * n <= 63:
         ids = cps.astype(np.int64)
     else:
-        alphabet, inverse = np.unique(cps, return_inverse=True)
+        alphabet = distinct_sorted(cps.astype(np.int64))
         bits = max(1, int(len(alphabet) - 1).bit_length())
         if bits * n > 63:
             return None
-        ids = inverse.astype(np.int64)
+        ids = np.searchsorted(alphabet, cps).astype(np.int64)
 
     def grams(x: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         m = len(x) - n + 1
         codes = x[:m].copy()
         for j in range(1, n):
             codes = (codes << bits) | x[j : m + j]
-        return np.unique(codes)
+        return distinct_sorted(codes)
 
     return grams(ids[: len(a)]), grams(ids[len(a) :])
 
