@@ -8,13 +8,13 @@ it under a real uvicorn.
 from __future__ import annotations
 
 import random
-import warnings
 from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
 import psycopg
 import pytest
+from _serving import TestClient, make_client
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from simhash_pg.data import iter_sample
@@ -24,15 +24,7 @@ from simhash_pg.serve.deps import Store  # module level: FastAPI resolves the an
 from simhash_pg.store import Doc, SimhashStore
 from simhash_pg.store.locking import STORE_LOCK
 
-with warnings.catch_warnings():  # Starlette asks for httpx2 in its TestClient; httpx works
-    warnings.simplefilter("ignore")
-    from fastapi.testclient import TestClient
-
 TEXT = "The harbour master counted forty ships at anchor before the storm came in."
-
-
-def make_client(dsn: str, **settings: Any) -> TestClient:
-    return TestClient(create_app(Settings(dsn=dsn, pool_min=1, pool_max=4, **settings)))
 
 
 @pytest.fixture

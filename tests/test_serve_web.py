@@ -7,30 +7,21 @@ database); tests/test_serve_browser.py drives them in headless Chromium.
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _serving import TestClient, make_client
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simhash_pg.serve import Settings, create_app
 from simhash_pg.serve.textdiff import diff, lang_of, tokens
-
-with warnings.catch_warnings():  # Starlette asks for httpx2 in its TestClient; httpx works
-    warnings.simplefilter("ignore")
-    from fastapi.testclient import TestClient
 
 EN = "The harbour master counted forty ships at anchor before the storm came in."
 EN2 = "The harbour master counted forty-one ships at anchor before the storm came in!"
 ZH = "今天北京天气晴朗，气温适宜，市民纷纷走出家门到公园散步游玩。"
 ZH2 = "今天北京天气晴朗，气温适宜，市民纷纷走出家门去公园散步游玩。"
 SCRIPT = "<script>alert('x')</script> The harbour wall <b>fell</b> in the night & day."
-
-
-def make_client(dsn: str, **settings: Any) -> TestClient:
-    return TestClient(create_app(Settings(dsn=dsn, pool_min=1, pool_max=4, **settings)))
 
 
 @pytest.fixture
