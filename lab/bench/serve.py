@@ -29,7 +29,7 @@ import click
 import numpy as np
 
 from lab.bench._scratch import scratch_dsn, scratch_options
-from lab.bench.timing import pct
+from lab.bench.timing import pct, run_clients
 
 # stored fingerprints, set before the clients are forked (shared, not copied)
 _STORED: np.ndarray = np.zeros(0, dtype=np.uint64)
@@ -102,21 +102,8 @@ def _client(args: tuple[str, str, str, int, float, Any, Any]) -> None:
 
 def measure(via: str, target: str, workload: str, procs: int, seconds: float,
             seed: int) -> dict[str, float]:
-    ctx = multiprocessing.get_context("fork")
-    barrier = ctx.Barrier(procs)
-    out = ctx.Queue()
-    children = [ctx.Process(target=_client, args=((via, target, workload, seed + 7919 * i,
-                                                   seconds, barrier, out),))
-                for i in range(procs)]
-    for p in children:
-        p.start()
-    try:
-        results = [out.get(timeout=seconds + 300) for _ in children]
-    finally:
-        for p in children:
-            p.join(30)
-            if p.is_alive():
-                p.kill()
+    results = run_clients(_client, [(via, target, workload, seed + 7919 * i, seconds)
+                                    for i in range(procs)], seconds)
     lat = [x for r in results for x in r[2]]
     return {"rps": sum(r[0] for r in results) / max(r[1] for r in results),
             "p50": pct(lat, 50), "p99": pct(lat, 99), "n": len(lat)}

@@ -44,7 +44,7 @@ import click
 import numpy as np
 
 from lab.bench._scratch import scratch_dsn, scratch_options
-from lab.bench.timing import pct
+from lab.bench.timing import pct, run_clients
 
 # Fingerprints already stored, for the stream's near-duplicates: set before
 # the clients are forked, so they share it without copying.
@@ -163,24 +163,9 @@ def measure(dsn: str, path: str, clients: int, seconds: float, batch: int,
     adds/s of a mode = the adds it made / the time spent in it, summed over
     the clients: the rate a run in that mode alone would reach.
     """
-    # fork: the children share _STORED and skip re-importing NumPy/psycopg
-    ctx = multiprocessing.get_context("fork")
-    barrier = ctx.Barrier(clients)
-    out = ctx.Queue()
-    procs = [
-        ctx.Process(target=_client, args=((dsn, path, seed + 7919 * i, seconds, batch,
-                                           dup_rate, barrier, out),))
-        for i in range(clients)
-    ]
-    for p in procs:
-        p.start()
-    try:
-        results = [out.get(timeout=seconds + 300) for _ in procs]
-    finally:
-        for p in procs:
-            p.join(30)
-            if p.is_alive():
-                p.kill()
+    # forked (run_clients): the children share _STORED and skip re-importing NumPy/psycopg
+    results = run_clients(_client, [(dsn, path, seed + 7919 * i, seconds, batch, dup_rate)
+                                    for i in range(clients)], seconds)
     figures: dict[bool, dict[str, Any]] = {}
     for lock in (True, False):
         lat = [x for r in results for x in r[2][lock]]

@@ -25,7 +25,7 @@ from typing import Any
 import click
 
 from lab.bench._scratch import scratch_dsn, scratch_options
-from lab.bench.timing import pct
+from lab.bench.timing import pct, run_clients
 
 MODES = ("off", "short", "all")
 _VOCAB = (
@@ -92,21 +92,8 @@ def _client(args: tuple[str, str, int, float, Any, Any]) -> None:
 
 
 def adds(dsn: str, mode: str, clients: int, seconds: float, seed: int) -> dict[str, float]:
-    ctx = multiprocessing.get_context("fork")
-    barrier = ctx.Barrier(clients)
-    out = ctx.Queue()
-    procs = [ctx.Process(target=_client,
-                         args=((dsn, mode, seed + 7919 * i, seconds, barrier, out),))
-             for i in range(clients)]
-    for p in procs:
-        p.start()
-    try:
-        results = [out.get(timeout=seconds + 300) for _ in procs]
-    finally:
-        for p in procs:
-            p.join(30)
-            if p.is_alive():
-                p.kill()
+    results = run_clients(_client, [(dsn, mode, seed + 7919 * i, seconds)
+                                    for i in range(clients)], seconds)
     lat = [x for r in results for x in r[0]]
     rate = sum(len(r[0]) / (sum(r[0]) / 1000) for r in results if r[0])
     return {"adds_s": rate, "p50": pct(lat, 50), "p99": pct(lat, 99),
