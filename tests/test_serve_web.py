@@ -192,3 +192,21 @@ def test_recent_and_groups_are_paginated(pg_dsn: str) -> None:
         groups = client.get("/groups").text
         assert f'href="/compare?a={head["id"]}&amp;b={dup["id"]}"' in groups
         assert client.get(f"/groups?after={head['id']}").text.count('class="group"') == 0
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_pasted_text_is_normalised_as_the_store_keeps_it(pg_dsn: str, version: int) -> None:
+    # the compare view sets a pasted text beside a stored one: both must be the
+    # store's verification text, under the store's own scheme (version 1 keeps tags)
+    from simhash_pg.serve.web import _normalise
+    from simhash_pg.store import SimhashStore
+    from simhash_pg.text.schemes import Scheme
+
+    marked = ('<p class="notice">The community pool&nbsp;will be <b>closed</b> for maintenance'
+              " from Monday to Wednesday.</p>")
+    with SimhashStore(pg_dsn, scheme=Scheme(version=version)) as s:
+        s.add(marked, key="m")
+        stored = s.connection.execute(
+            "SELECT verify_text FROM simhash_documents WHERE key = 'm'").fetchone()
+        assert stored is not None and stored[0]
+        assert _normalise(s, marked) == stored[0]

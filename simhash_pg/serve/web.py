@@ -29,14 +29,14 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from simhash_pg.bits import hamming
+from simhash_pg.bits import hamming, to_unsigned
 from simhash_pg.serve import api
 from simhash_pg.serve.deps import Store, get_state, require_read
 from simhash_pg.serve.models import hex64
 from simhash_pg.serve.textdiff import diff, lang_of
 from simhash_pg.store import SimhashStore
 from simhash_pg.store.checks import MAX_K
-from simhash_pg.verify.jaccard import verification_text
+from simhash_pg.verify.jaccard import from_norm
 
 __all__ = ["router"]
 
@@ -98,7 +98,7 @@ _ROW = ("SELECT id, key, fingerprint, duplicate_of, created_at, meta, verify_tex
 
 
 def _row(r: tuple[Any, ...]) -> dict[str, Any]:
-    return {"id": r[0], "key": r[1], "fingerprint": r[2] & ((1 << 64) - 1),
+    return {"id": r[0], "key": r[1], "fingerprint": to_unsigned(r[2]),
             "duplicate_of": r[3], "created_at": r[4], "meta": r[5], "text": r[6]}
 
 
@@ -115,7 +115,7 @@ def _fetch(store: SimhashStore, *, doc_id: int | None = None,
 
 def _normalise(store: SimhashStore, text: str) -> str:
     """A pasted text as the store keeps texts (its verification text), to compare with one."""
-    return verification_text(text, html=store.scheme.html, t2s=store.scheme.t2s)
+    return from_norm(store.fingerprinter.normalize(text)).text
 
 
 # -- pages ----------------------------------------------------------------------------
