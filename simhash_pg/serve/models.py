@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from simhash_pg.bits import MAX_FINGERPRINT
+from simhash_pg.bits import check_fingerprint
 from simhash_pg.store.checks import MAX_K
 
 __all__ = [
@@ -61,9 +61,7 @@ def _fingerprint(value: int | str | None) -> int | None:
             value = int(value, 16) if value[:2].lower() == "0x" else int(value, 10)
         except ValueError:
             raise ValueError("a fingerprint string must be 0x-hex or decimal digits") from None
-    if not 0 <= value <= MAX_FINGERPRINT:
-        raise ValueError("a fingerprint must be an unsigned 64-bit integer (0 to 2**64 - 1)")
-    return value
+    return check_fingerprint(value)
 
 
 class QueryIn(_Strict):
