@@ -16,7 +16,7 @@ from simhash_pg.text.simhash import Fingerprinter
 from simhash_pg.text.visible import HTML_ELEMENTS, normalize_visible, strip_markup
 from simhash_pg.verify import alnum_only, shingles
 from simhash_pg.verify.jaccard import verification_text
-from simhash_pg.verify.overlap import is_duplicate, ngram_for, overlap
+from simhash_pg.verify.overlap import is_duplicate, ngram_for, overlap, overlap_many
 
 # ------------------------------------------------------------------ strip_markup
 
@@ -166,6 +166,41 @@ def test_overlap_with_a_huge_alphabet() -> None:
     b = chr(0x4E00 + 4096) + a[1:5]
     assert overlap(a, b, 5) == reference(a, b, 5) == 0.0
     assert overlap(a, a[:4000] + b, 5) == reference(a, a[:4000] + b, 5)
+
+
+@st.composite
+def query_and_candidates(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """A query and candidates: edited copies of it (shared n-grams), other texts, short ones."""
+    al = draw(alphabets)
+    query = draw(st.text(al, min_size=0, max_size=220))
+    cands: list[str] = []
+    for _ in range(draw(st.integers(0, 12))):
+        if query and draw(st.booleans()):
+            i, j = sorted(draw(st.integers(0, len(query))) for _ in range(2))
+            cands.append(query[:i] + draw(st.text(al, max_size=30)) + query[j:])
+        else:
+            cands.append(draw(st.text(al, max_size=220)))
+    return query, cands
+
+
+@settings(max_examples=300, deadline=None)
+@given(query_and_candidates())
+def test_overlap_many_equals_the_rule_pair_by_pair(qc: tuple[str, list[str]]) -> None:
+    query, cands = qc
+    got = overlap_many(query, cands)
+    assert got == [overlap(query, c) for c in cands]
+    assert got == [1.0 if c == query and c else reference(query, c, ngram_for(query, c))
+                   for c in cands]
+
+
+def test_overlap_many_with_a_huge_alphabet_and_many_candidates() -> None:
+    # codes that do not fit beside a segment number fall back pair by pair
+    a = "".join(chr(0x4E00 + i) for i in range(3000))
+    cands = [a[i : i + 2500] for i in range(0, 400, 10)] + [a[::-1], a[:100]]
+    assert overlap_many(a, cands) == [reference(a, c, 5) for c in cands]
+    latin = "the quick brown fox jumps over the lazy dog " * 4
+    many = [latin[i:] + latin[:i] for i in range(70)]  # 7 bits of segment numbers
+    assert overlap_many(latin, many) == [reference(latin, c, 5) for c in many]
 
 
 def test_ngram_and_threshold_follow_the_length() -> None:

@@ -105,10 +105,10 @@ def filter_candidates(
     ``probed``: the candidates came from the query's probes (and signature).
     For ``add(dedup=True)``: the first one, if any, is the document it duplicates.
     """
-    p = policy_for(policy)
-    kept = [c for c in candidates
-            if p.accept(query_norm, c.text, c.distance, k, signature_match=c.signature_match,
-                        probed=probed)]
+    cands = list(candidates)
+    verdicts = policy_for(policy).accept_many(
+        query_norm, [(c.text, c.distance, c.signature_match) for c in cands], k, probed=probed)
+    kept = [c for c, ok in zip(cands, verdicts, strict=True) if ok]
     kept.sort(key=lambda c: (c.distance, c.id))
     return kept
 

@@ -37,9 +37,9 @@ evaluation's vectorised :meth:`VerifyPolicy.decide` (``lab/quality.py``).
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -52,7 +52,7 @@ from simhash_pg.verify.jaccard import (
     is_short,
     similarity,
 )
-from simhash_pg.verify.overlap import OVERLAP_THRESHOLD, overlap
+from simhash_pg.verify.overlap import OVERLAP_THRESHOLD, overlap, overlap_many
 
 __all__ = [
     "KEEP_TEXT_CHARS",
@@ -75,6 +75,7 @@ __all__ = [
     "is_near_duplicate",
     "judge",
     "keep_text",
+    "passes_fingerprint",
     "policy_for",
     "query_k",
     "stronger",
@@ -158,12 +159,22 @@ def judge(test: PairTest, distance: Any, signature_match: Any, measure: Callable
     ``measure()`` gives the similarity; for a scalar pair it is called only
     when the fingerprint part passed, since it is the costly part.
     """
-    near = (distance <= test.radius) | (signature_match & test.signature)
+    near = passes_fingerprint(test, distance, signature_match)
     if test.threshold is None:
         return near
     if near is False:
         return False
     return near & (measure() >= test.threshold)
+
+
+def passes_fingerprint(test: PairTest, distance: Any, signature_match: Any) -> Any:
+    """The fingerprint part of ``test``: ``distance <= radius or signature``."""
+    return (distance <= test.radius) | (signature_match & test.signature)
+
+
+# The test of a pair no similarity can pass: a short query against a row whose
+# text was not kept (it is long, and a long text cannot reach the short threshold).
+_NEVER = PairTest(-1, False, None)
 
 
 def by_distance(k: int) -> PairTest:
@@ -283,6 +294,12 @@ class VerifyPolicy:
         """The rule's similarity of two verification texts (n from their lengths)."""
         return similarity(a_norm, b_norm) if self.rule == 1 else overlap(a_norm, b_norm)
 
+    def similarities(self, a_norm: str, b_norms: Sequence[str]) -> list[float]:
+        """``[similarity(a_norm, b) for b in b_norms]``, measured in one pass where it can."""
+        if self.rule == 1:
+            return [similarity(a_norm, b) for b in b_norms]
+        return overlap_many(a_norm, b_norms)
+
     def threshold(self, short: bool) -> float:
         """What :meth:`similarity` must reach, for a pair with a short side or two long texts."""
         if self.rule == 1:
@@ -354,14 +371,38 @@ class VerifyPolicy:
         the fingerprint alone decides, ``distance <= k``, as under ``"off"``,
         so that an identical text is still found.
         """
+        return self.accept_many(query_norm, [(candidate, distance, signature_match)], k,
+                                probed=probed)[0]
+
+    def pair_test(self, query_norm: str, candidate: StoredText, k: int,
+                  probed: bool = False) -> PairTest:
+        """The test a query and one candidate must meet (:meth:`accept` explains the cases)."""
         if candidate is None and self.verifies and is_short(query_norm):
-            return False  # a short query cannot reach the threshold against a long text
+            return _NEVER  # a short query cannot reach the threshold against a long text
         if candidate is None or candidate is TEXT_LOST or not self.verifies:
-            return bool(judge(by_distance(k), distance, False, _unmeasured))
-        text = candidate
-        test = self.test(k, is_short(query_norm) or is_short(text), probed)
-        return bool(judge(test, distance, signature_match,
-                          lambda: self.similarity(query_norm, text)))
+            return by_distance(k)
+        return self.test(k, is_short(query_norm) or is_short(candidate), probed)
+
+    def accept_many(
+        self,
+        query_norm: str,
+        candidates: Sequence[tuple[StoredText, int, bool]],
+        k: int,
+        *,
+        probed: bool = False,
+    ) -> list[bool]:
+        """:meth:`accept` of each ``(candidate, distance, signature_match)``, in order.
+
+        The similarities of the pairs whose fingerprint part passes are measured
+        together (:meth:`similarities`): a text query's candidates share one pass.
+        """
+        tests = [self.pair_test(query_norm, c, k, probed) for c, _, _ in candidates]
+        todo = [j for j, (t, (_, dist, sig)) in enumerate(zip(tests, candidates, strict=True))
+                if t.threshold is not None and passes_fingerprint(t, dist, sig)]
+        measured = dict(zip(todo, self.similarities(
+            query_norm, [cast(str, candidates[j][0]) for j in todo]), strict=True))
+        return [bool(judge(t, dist, sig, lambda j=j: measured[j]))  # type: ignore[misc]
+                for j, (t, (_, dist, sig)) in enumerate(zip(tests, candidates, strict=True))]
 
     def decide(
         self,
