@@ -9,7 +9,8 @@ margin-ranked probes for long texts, docs/design.md "Probe forms"):
 - text ``near()``: p50/p99 over edited copies of stored texts, the modes
   interleaved query by query so that they share cache and load;
 - verified text adds/s with ``--clients`` processes (dedup on, each add its
-  own transaction and lock set), a mode at a time for ``--seconds``.
+  own transaction and lock set), ``--seconds`` per mode, the modes taking
+  turns in ``--rounds`` windows so that load and store growth hit them alike.
 
 Runs on a throwaway server (deleted afterwards unless --keep), or on --dsn,
 whose database it EMPTIES (downgrade to base, upgrade).
@@ -91,13 +92,28 @@ def _client(args: tuple[str, str, int, float, Any, Any]) -> None:
     out.put((lat, dups))
 
 
-def adds(dsn: str, mode: str, clients: int, seconds: float, seed: int) -> dict[str, float]:
-    results = run_clients(_client, [(dsn, mode, seed + 7919 * i, seconds)
-                                    for i in range(clients)], seconds)
-    lat = [x for r in results for x in r[0]]
-    rate = sum(len(r[0]) / (sum(r[0]) / 1000) for r in results if r[0])
-    return {"adds_s": rate, "p50": pct(lat, 50), "p99": pct(lat, 99),
-            "dups": sum(r[1] for r in results) / max(len(lat), 1)}
+def adds(dsn: str, clients: int, seconds: float, seed: int,
+         rounds: int) -> dict[str, dict[str, float]]:
+    """Verified text adds/s per mode, the modes taking turns: ``rounds`` windows of
+    ``seconds / rounds`` each, so that they share the machine's load and the
+    store's growth (a mode measured after the others would meet a larger store)."""
+    lat: dict[str, list[list[float]]] = {m: [[] for _ in range(clients)] for m in MODES}
+    dups = dict.fromkeys(MODES, 0)
+    for r in range(rounds):
+        for i, m in enumerate(MODES):
+            results = run_clients(_client, [(dsn, m, seed * 100 + i + 7919 * c + 104729 * r,
+                                              seconds / rounds) for c in range(clients)],
+                                  seconds / rounds)
+            for c, (lt, dp) in enumerate(results):
+                lat[m][c] += lt
+                dups[m] += dp
+    out = {}
+    for m in MODES:
+        flat = [x for per in lat[m] for x in per]
+        out[m] = {"adds_s": sum(len(per) / (sum(per) / 1000) for per in lat[m] if per),
+                  "p50": pct(flat, 50), "p99": pct(flat, 99),
+                  "dups": dups[m] / max(len(flat), 1)}
+    return out
 
 
 @click.command("text")
@@ -110,17 +126,19 @@ def adds(dsn: str, mode: str, clients: int, seconds: float, seed: int) -> dict[s
 @click.option("--clients", type=click.IntRange(1), default=2, show_default=True)
 @click.option("--seconds", type=click.FloatRange(1), default=10.0, show_default=True,
               help="Time per mode for the adds.")
+@click.option("--rounds", type=click.IntRange(1), default=4, show_default=True,
+              help="The adds' modes take turns in this many windows each.")
 @click.option("--seed", type=int, default=1, show_default=True)
 @scratch_options
-def command(n: int, texts: int, queries: int, clients: int, seconds: float, seed: int,
-            dsn: str | None, home: str | None, keep: bool) -> None:
+def command(n: int, texts: int, queries: int, clients: int, seconds: float, rounds: int,
+            seed: int, dsn: str | None, home: str | None, keep: bool) -> None:
     """Text near() p50/p99 and verified text adds/s under off, short and all."""
     with scratch_dsn(dsn, home=home, keep=keep) as url:
-        _run(url, n, texts, queries, clients, seconds, seed)
+        _run(url, n, texts, queries, clients, seconds, seed, rounds)
 
 
 def _run(dsn: str, n: int, texts: int, queries: int, clients: int, seconds: float,
-         seed: int) -> None:
+         seed: int, rounds: int = 4) -> None:
     import psycopg
 
     from lab.bench.store import make_data
@@ -134,7 +152,7 @@ def _run(dsn: str, n: int, texts: int, queries: int, clients: int, seconds: floa
     with psycopg.connect(dsn, autocommit=True) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
     echo(f"simhash-pg bench text: n={n:,} random rows + {texts:,} texts, {queries} queries "
-         f"per mode, {clients} clients x {seconds:g} s per mode, seed={seed}")
+         f"per mode, {clients} clients x {seconds:g} s per mode in {rounds} turns, seed={seed}")
     echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores")
     t = time.perf_counter()
     copies = 9
@@ -167,7 +185,7 @@ def _run(dsn: str, n: int, texts: int, queries: int, clients: int, seconds: floa
     finally:
         for s in stores.values():
             s.close()
-    figures = {m: adds(dsn, m, clients, seconds, seed * 100 + i) for i, m in enumerate(MODES)}
+    figures = adds(dsn, clients, seconds, seed, rounds)
     head = (f"{'mode':<6} {'near p50':>9} {'near p99':>9} {'found':>6} {'adds/s':>8} "
             f"{'add p50':>8} {'add p99':>8} {'dups':>5}")
     echo(head)
