@@ -103,3 +103,24 @@ def test_signature_is_a_signed_bigint_and_order_blind(sentences: list[str]) -> N
     # Order of distinct sentences never matters when they all are chosen.
     if len({s.strip() for s in sentences}) <= 3:
         assert sentence_signature(". ".join(reversed(sentences)) + ".") == sig
+
+
+def _longest_by_definition(norm: str, n: int) -> list[str]:
+    """Step 3-4 of the module's definition, every sentence reduced."""
+    from simhash_pg.text.charclass import alnum_only
+    from simhash_pg.text.signatures import split_sentences
+
+    reduced = {s for s in (alnum_only(p) for p in split_sentences(norm)) if s}
+    return sorted(sorted(reduced, key=lambda s: (-len(s), s))[:n])
+
+
+# sentences of letters, punctuation and spaces, so that reduction shortens
+# them by different amounts, and repeats, so that equal sentences meet
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="ab,- .!;。x1", max_size=30), max_size=12),
+       st.integers(1, 5))
+def test_the_n_longest_are_those_of_the_definition(parts: list[str], n: int) -> None:
+    from simhash_pg.text.signatures import _longest
+
+    norm = " ".join(parts)
+    assert _longest(norm, n) == _longest_by_definition(norm, n)

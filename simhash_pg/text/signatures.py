@@ -71,7 +71,21 @@ def longest_sentences(
 def _longest(norm: str, n: int) -> list[str]:
     if n < 1:
         raise ValueError("n must be >= 1")
-    sentences = {s for s in (alnum_only(p) for p in split_sentences(norm)) if s}
+    # Longest raw sentences first: a sentence loses characters to alnum_only,
+    # never gains any, so once one is shorter than the n-th longest reduced
+    # sentence so far, neither it nor any after it can be among the n. Most
+    # sentences are never reduced (alnum_only was most of the signature's cost).
+    parts = sorted(split_sentences(norm), key=len, reverse=True)
+    sentences: set[str] = set()
+    nth = 0  # the n-th longest reduced length so far (0 until there are n)
+    for p in parts:
+        if len(p) < nth:
+            break
+        s = alnum_only(p)
+        if s and s not in sentences:
+            sentences.add(s)
+            if len(sentences) >= n:
+                nth = sorted(map(len, sentences), reverse=True)[n - 1]
     return sorted(sorted(sentences, key=lambda s: (-len(s), s))[:n])
 
 
