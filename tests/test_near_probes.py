@@ -201,6 +201,12 @@ def test_candidates_are_the_matches_plus_the_signature_rows(
                 want.append((hamming(fp, r.fp), i + 1, None, r.meta, r.text, r.sig, lost))
         want.sort(key=lambda w: (w[0], w[1]))
         assert got[qi] == [(w[1], w[2], w[0], *w[3:]) for w in want], qi
+        # the single-query form (revision 0013): the same rows
+        one = pg.execute(
+            "SELECT * FROM simhash_near_probes_candidates(%s, %s::smallint[], %s::smallint[],"
+            " %s::smallint[], %s::smallint[], %s, %s)", [to_signed(fp), *p, cap, sig]
+        ).fetchall()
+        assert one == got[qi], qi
     # without signatures: the rows of the many form, with their columns
     plain = pg.execute(
         "SELECT query, id, key, distance FROM simhash_near_probes_candidates(%s::bigint[],"
@@ -234,9 +240,13 @@ BAD_SINGLE = [
 
 
 @pytest.mark.parametrize("args, message", BAD_SINGLE)
-def test_bad_arguments_of_the_single_form(pg: psycopg.Connection, args: str, message: str) -> None:
+@pytest.mark.parametrize("form, extra", [("simhash_near_probes", ""),
+                                         ("simhash_near_probes_candidates", ", NULL::bigint")])
+def test_bad_arguments_of_the_single_forms(
+    pg: psycopg.Connection, form: str, extra: str, args: str, message: str
+) -> None:
     with pytest.raises(psycopg.DataError, match=message):
-        pg.execute(f"SELECT * FROM simhash_near_probes({_typed(args)})")
+        pg.execute(f"SELECT * FROM {form}({_typed(args)}{extra})")
 
 
 def _typed(args: str) -> str:
@@ -323,6 +333,8 @@ SIGNATURES = [
     "simhash_probe_matches(bigint[], smallint[], integer[])",
     "simhash_near_probes_many(bigint[], smallint[], integer[])",
     "simhash_near_probes_candidates(bigint[], smallint[], integer[], bigint[])",
+    "simhash_near_probes_candidates(bigint, smallint[], smallint[], smallint[], smallint[],"
+    " integer, bigint)",
 ]
 
 
@@ -377,6 +389,29 @@ def test_migration_0009_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
     assert _present(pg) == _granted_to_reader(pg) == [True] * len(SIGNATURES)
     assert sql_many(pg, queries, probes, [13] * len(queries)) == want
     assert [sql_single(pg, q, p, 13) for q, p in zip(queries, probes, strict=True)] == want
+    migrate.check(pg_dsn)
+
+
+def test_migration_0013_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
+    # 0013 adds the single-query form of the candidates; the batch form stays
+    rnd = random.Random(13)
+    fps = [rnd.getrandbits(64) for _ in range(100)]
+    load(pg, [Row(fp, "t", i) for i, fp in enumerate(fps)])
+    q = flip(fps[0], 5, rnd)
+    p = [[b, *vs] for b, vs in zip(blocks(fps[0]), probe_values(rnd, q, fps), strict=True)]
+    single = ("SELECT id, distance FROM simhash_near_probes_candidates(%s, %s::smallint[],"
+              " %s::smallint[], %s::smallint[], %s::smallint[], 13, 7)")
+    want = pg.execute(single, [to_signed(q), *p]).fetchall()
+    assert want == [(r[1], r[3]) for r in pg.execute(
+        "SELECT * FROM simhash_near_probes_candidates(%s::bigint[], %s::smallint[], '{13}',"
+        " '{7}')", [[to_signed(q)], packed([p])]).fetchall()]
+    assert (1, hamming(q, fps[0])) in want and (8, hamming(q, fps[7])) in want  # sig 7: row 8
+    assert migrate.downgrade_losses_between("0013", "0012") == []
+    migrate.downgrade(pg_dsn, "0012")
+    assert _present(pg) == [True] * (len(SIGNATURES) - 1) + [False]
+    migrate.upgrade(pg_dsn)
+    assert _present(pg) == _granted_to_reader(pg) == [True] * len(SIGNATURES)
+    assert pg.execute(single, [to_signed(q), *p]).fetchall() == want
     migrate.check(pg_dsn)
 
 

@@ -47,6 +47,10 @@ _SIG = (
 # (sql/current/near_probes.sql), the same columns as _NEAR.
 _PROBES = ("SELECT * FROM simhash_near_probes_candidates("
            "%s::bigint[], %s::smallint[], %s::integer[], %s::bigint[])")
+# One probed query (a text near() or add()): the lean single form (revision
+# 0013), the same rows without the query number.
+_PROBES_ONE = ("SELECT 1, * FROM simhash_near_probes_candidates(%s, %b::smallint[],"
+               " %b::smallint[], %b::smallint[], %b::smallint[], %s, %s)")
 
 
 class Candidate(NamedTuple):
@@ -123,9 +127,9 @@ def lookup(
     """Per query (signed fingerprint + its VText): the accepted stored rows, nearest first.
 
     One round trip: the probed queries (:meth:`VerifyPolicy.probe_budget`)
-    through ``simhash_near_probes_candidates``, the others through a
-    ``simhash_near_many`` per distinct radius (at most two) and the signature
-    look-up, pipelined.
+    through ``simhash_near_probes_candidates`` (its single-query form for
+    one), the others through a ``simhash_near_many`` per distinct radius (at
+    most two) and the signature look-up, pipelined when there are several.
     """
     n = len(fps)
     groups: dict[int, list[int]] = {}
@@ -140,25 +144,32 @@ def lookup(
     is_probed = set(probed)
     sig_pos = ([i for i, t in enumerate(texts) if t.sig is not None and i not in is_probed]
                if policy.signature else [])
-    with conn.pipeline():
-        c_probed = (
-            conn.execute(_PROBES, [
-                [fps[i] for i in probed],
-                _probe_array([texts[i].probes for i in probed]),  # type: ignore[misc]
-                [max(k, policy.probe_cap)] * len(probed),
-                [texts[i].sig for i in probed] if policy.signature else None,
-            ], prepare=True)
-            if probed else None
-        )
-        curs = [
-            (pos, conn.execute(_NEAR, [[fps[i] for i in pos], r], prepare=True))
-            for r, pos in groups.items()
-        ]
-        c_sig = (
-            conn.execute(_SIG, [[fps[i] for i in sig_pos], [texts[i].sig for i in sig_pos]],
-                         prepare=True)
-            if sig_pos else None
-        )
+    # (statement, parameters) per look-up; several go in one pipeline, one alone
+    # (a pipeline costs a round trip's worth of bookkeeping)
+    todo: list[tuple[str, list[Any]]] = []
+    if len(probed) == 1:
+        (i,) = probed
+        todo.append((_PROBES_ONE, [fps[i], *texts[i].probes,  # type: ignore[misc]
+                                   max(k, policy.probe_cap),
+                                   texts[i].sig if policy.signature else None]))
+    elif probed:
+        todo.append((_PROBES, [
+            [fps[i] for i in probed],
+            _probe_array([texts[i].probes for i in probed]),  # type: ignore[misc]
+            [max(k, policy.probe_cap)] * len(probed),
+            [texts[i].sig for i in probed] if policy.signature else None,
+        ]))
+    todo += [(_NEAR, [[fps[i] for i in pos], r]) for r, pos in groups.items()]
+    if sig_pos:
+        todo.append((_SIG, [[fps[i] for i in sig_pos], [texts[i].sig for i in sig_pos]]))
+    if len(todo) == 1:
+        cursors = [conn.execute(*todo[0], prepare=True)]
+    else:
+        with conn.pipeline():
+            cursors = [conn.execute(q, args, prepare=True) for q, args in todo]
+    c_probed = cursors.pop(0) if probed else None
+    curs = [(pos, cursors.pop(0)) for pos in groups.values()]
+    c_sig = cursors.pop(0) if sig_pos else None
     rows: list[dict[int, tuple[Any, ...]]] = [{} for _ in range(n)]
     for pos, cur in curs:
         for q, *row in cur.fetchall():
