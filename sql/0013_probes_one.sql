@@ -8,7 +8,8 @@
 -- array per query, materialises it, and checks every dimension: measured at
 -- 1M rows from Python, interleaved, 0.30-0.33 ms a call against 0.22-0.24 ms
 -- for this form, with equal rows. So a single query gets its own overload,
--- as simhash_near has simhash_near_many.
+-- as simhash_near has simhash_near_many; simhash_near_probes, the analysts'
+-- single search, becomes its id, key and distance.
 
 -- One query: the rows within cap that share a probed value in some block,
 -- and the rows whose sentence_sig equals sig (NULL: none), each once, with
@@ -67,6 +68,19 @@ BEGIN
     FROM found f LEFT JOIN simhash_meta u ON u.name = 'unverified_rows'
     ORDER BY 3, 1;
 END
+$$;
+
+-- One query: the rows within cap that share a probed value in some block.
+-- Since revision 0013 the id, key and distance of the single-query
+-- candidates' form, without signature rows: one definition of the search.
+CREATE OR REPLACE FUNCTION simhash_near_probes(
+    fp bigint, p0 smallint[], p1 smallint[], p2 smallint[], p3 smallint[], cap integer
+)
+RETURNS TABLE (id bigint, key text, distance integer)
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 10 AS $$
+    SELECT c.id, c.key, c.distance
+    FROM simhash_near_probes_candidates(fp, p0, p1, p2, p3, cap) AS c
+    ORDER BY 3, 1
 $$;
 
 GRANT EXECUTE ON FUNCTION simhash_near_probes_candidates(

@@ -406,9 +406,16 @@ def test_migration_0013_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
         "SELECT * FROM simhash_near_probes_candidates(%s::bigint[], %s::smallint[], '{13}',"
         " '{7}')", [[to_signed(q)], packed([p])]).fetchall()]
     assert (1, hamming(q, fps[0])) in want and (8, hamming(q, fps[7])) in want  # sig 7: row 8
+    searched = sql_single(pg, q, p, 13)
+    assert searched == [(i, d) for i, d in want if d <= 13]  # no signature rows
+    language = ("SELECT l.lanname FROM pg_proc f JOIN pg_language l ON l.oid = f.prolang"
+                " WHERE f.oid = to_regprocedure(%s)")
+    assert pg.execute(language, [SIGNATURES[1]]).fetchone() == ("sql",)  # 0013's wrapper
     assert migrate.downgrade_losses_between("0013", "0012") == []
     migrate.downgrade(pg_dsn, "0012")
     assert _present(pg) == [True] * (len(SIGNATURES) - 1) + [False]
+    assert pg.execute(language, [SIGNATURES[1]]).fetchone() == ("plpgsql",)  # 0009's again
+    assert sql_single(pg, q, p, 13) == searched
     migrate.upgrade(pg_dsn)
     assert _present(pg) == _granted_to_reader(pg) == [True] * len(SIGNATURES)
     assert pg.execute(single, [to_signed(q), *p]).fetchall() == want
