@@ -12,6 +12,13 @@ margin-ranked probes for long texts, docs/design.md "Probe forms"):
   own transaction and lock set), ``--seconds`` per mode, the modes taking
   turns in ``--rounds`` windows so that load and store growth hit them alike.
 
+``--corpus FILE`` (repeatable) replaces the synthetic texts with real ones:
+``--texts`` of them are stored (no families: a query's near-duplicate is
+its one source, and unrelated texts lie ~32 bits away, as in a real store),
+the queries are edited copies of stored texts (1-8 word edits, or character
+edits for text without spaces), and the adds are half edited copies, half
+texts held back.
+
 Runs on a throwaway server (deleted afterwards unless --keep), or on --dsn,
 whose database it EMPTIES (downgrade to base, upgrade).
 """
@@ -68,6 +75,54 @@ def make_texts(seed: int, families: int, copies: int) -> list[list[list[str]]]:
     return out
 
 
+# --corpus: real texts, set before the clients are forked (shared, not copied):
+# the stored ones, and those held back as the adds' new texts
+_STORED: list[str] = []
+_HELD: list[str] = []
+
+
+def read_corpus(paths: tuple[str, ...], seed: int) -> list[str]:
+    """The ``text`` of every line of JSONL files, shuffled by ``seed``."""
+    import json
+
+    texts: list[str] = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            texts += [t for t in (json.loads(line).get("text") for line in f if line.strip())
+                      if isinstance(t, str) and t.strip()]
+    if not texts:
+        raise click.UsageError(f"{', '.join(paths)}: no line with a non-empty 'text'")
+    random.Random(seed).shuffle(texts)
+    return texts
+
+
+def edit_text(rnd: random.Random, text: str, edits: int) -> str:
+    """A real text with ``edits`` token edits: words where it has spaces, else characters."""
+    spaced = text.count(" ") * 20 > len(text)
+    tokens = text.split(" ") if spaced else list(text)
+    vocab = tokens[:]
+    for _ in range(edits):
+        i = rnd.randrange(len(tokens))
+        op = rnd.choice(("drop", "add", "replace"))
+        if op == "drop" and len(tokens) > 10:
+            del tokens[i]
+        elif op == "add":
+            tokens.insert(i, rnd.choice(vocab))
+        else:
+            tokens[i] = rnd.choice(vocab)
+    return (" " if spaced else "").join(tokens)
+
+
+def _client_text(rnd: random.Random, fams: list[list[list[str]]]) -> str:
+    """An add's text: half new texts, half edited copies of stored ones."""
+    if _STORED:
+        if rnd.random() < 0.5:
+            return edit_text(rnd, rnd.choice(_STORED), rnd.randint(1, 6))
+        return rnd.choice(_HELD) if _HELD else edit_text(rnd, rnd.choice(_STORED), 40)
+    words = rnd.choice(fams)[0] if rnd.random() < 0.5 else rnd.choices(_VOCAB, k=120)
+    return _sentences(edit(rnd, words, rnd.randint(1, 6)))
+
+
 def _client(args: tuple[str, str, int, float, Any, Any]) -> None:
     dsn, mode, seed, seconds, barrier, out = args
     from simhash_pg.store import SimhashStore
@@ -78,13 +133,11 @@ def _client(args: tuple[str, str, int, float, Any, Any]) -> None:
     dups = 0
     with SimhashStore(dsn, verify=mode) as store:  # type: ignore[arg-type]
         for _ in range(5):  # warm-up: prepared statements
-            store.add(_sentences(edit(rnd, rnd.choice(fams)[0], 3)))
+            store.add(_client_text(rnd, fams))
         barrier.wait()
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
-            # half new texts, half edited copies of this client's earlier texts
-            words = rnd.choice(fams)[0] if rnd.random() < 0.5 else rnd.choices(_VOCAB, k=120)
-            text = _sentences(edit(rnd, words, rnd.randint(1, 6)))
+            text = _client_text(rnd, fams)
             t = time.perf_counter()
             r = store.add(text)
             lat.append((time.perf_counter() - t) * 1000)
@@ -128,11 +181,19 @@ def adds(dsn: str, clients: int, seconds: float, seed: int,
               help="Time per mode for the adds.")
 @click.option("--rounds", type=click.IntRange(1), default=4, show_default=True,
               help="The adds' modes take turns in this many windows each.")
+@click.option("--corpus", type=click.Path(exists=True, dir_okay=False), multiple=True,
+              help="Real texts instead of the synthetic ones: a JSONL file with a 'text' "
+              "per line (e.g. ../shared/eval/corpus_en.jsonl; repeatable). --texts of them "
+              "are stored, the rest are the adds' new texts.")
 @click.option("--seed", type=int, default=1, show_default=True)
 @scratch_options
 def command(n: int, texts: int, queries: int, clients: int, seconds: float, rounds: int,
-            seed: int, dsn: str | None, home: str | None, keep: bool) -> None:
+            corpus: tuple[str, ...], seed: int, dsn: str | None, home: str | None,
+            keep: bool) -> None:
     """Text near() p50/p99 and verified text adds/s under off, short and all."""
+    if corpus:
+        real = read_corpus(corpus, seed)
+        _STORED[:], _HELD[:] = real[:texts], real[texts:]
     with scratch_dsn(dsn, home=home, keep=keep) as url:
         _run(url, n, texts, queries, clients, seconds, seed, rounds)
 
@@ -151,13 +212,15 @@ def _run(dsn: str, n: int, texts: int, queries: int, clients: int, seconds: floa
     migrate.upgrade(dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
-    echo(f"simhash-pg bench text: n={n:,} random rows + {texts:,} texts, {queries} queries "
+    source = (f"{len(_STORED):,} corpus texts ({len(_HELD):,} held back for the adds)"
+              if _STORED else f"{texts:,} synthetic texts")
+    echo(f"simhash-pg bench text: n={n:,} random rows + {source}, {queries} queries "
          f"per mode, {clients} clients x {seconds:g} s per mode in {rounds} turns, seed={seed}")
     echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores")
     t = time.perf_counter()
     copies = 9
     fams = make_texts(seed, max(1, texts // (copies + 1)), copies)
-    stored = [_sentences(w) for f in fams for w in f]
+    stored = _STORED or [_sentences(w) for f in fams for w in f]
     with SimhashStore(dsn, verify="all") as store:
         store.bulk_load(make_data(n, seed, False))
         store.add_many(stored, dedup=False)
@@ -168,7 +231,9 @@ def _run(dsn: str, n: int, texts: int, queries: int, clients: int, seconds: floa
          f"({warmed}) in {time.perf_counter() - t:.1f} s")
 
     rnd = random.Random(seed + 1)
-    qs = [_sentences(edit(rnd, rnd.choice(fams)[0], rnd.randint(1, 8))) for _ in range(queries)]
+    qs = ([edit_text(rnd, rnd.choice(_STORED), rnd.randint(1, 8)) for _ in range(queries)]
+          if _STORED else
+          [_sentences(edit(rnd, rnd.choice(fams)[0], rnd.randint(1, 8))) for _ in range(queries)])
     lat: dict[str, list[float]] = {m: [] for m in MODES}
     found: dict[str, int] = dict.fromkeys(MODES, 0)
     stores = {m: SimhashStore(dsn, verify=m) for m in MODES}  # type: ignore[arg-type]
