@@ -201,7 +201,7 @@ def test_candidates_are_the_matches_plus_the_signature_rows(
                 want.append((hamming(fp, r.fp), i + 1, None, r.meta, r.text, r.sig, lost))
         want.sort(key=lambda w: (w[0], w[1]))
         assert got[qi] == [(w[1], w[2], w[0], *w[3:]) for w in want], qi
-        # the single-query form (revision 0013): the same rows
+        # the single-query form (revision 0014): the same rows
         one = pg.execute(
             "SELECT * FROM simhash_near_probes_candidates(%s, %s::smallint[], %s::smallint[],"
             " %s::smallint[], %s::smallint[], %s, %s)", [to_signed(fp), *p, cap, sig]
@@ -392,8 +392,8 @@ def test_migration_0009_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
     migrate.check(pg_dsn)
 
 
-def test_migration_0013_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
-    # 0013 adds the single-query form of the candidates; the batch form stays
+def test_migration_0014_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
+    # 0014 adds the single-query form of the candidates; the batch form stays
     rnd = random.Random(13)
     fps = [rnd.getrandbits(64) for _ in range(100)]
     load(pg, [Row(fp, "t", i) for i, fp in enumerate(fps)])
@@ -410,9 +410,9 @@ def test_migration_0013_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
     assert searched == [(i, d) for i, d in want if d <= 13]  # no signature rows
     language = ("SELECT l.lanname FROM pg_proc f JOIN pg_language l ON l.oid = f.prolang"
                 " WHERE f.oid = to_regprocedure(%s)")
-    assert pg.execute(language, [SIGNATURES[1]]).fetchone() == ("sql",)  # 0013's wrapper
-    assert migrate.downgrade_losses_between("0013", "0012") == []
-    migrate.downgrade(pg_dsn, "0012")
+    assert pg.execute(language, [SIGNATURES[1]]).fetchone() == ("sql",)  # 0014's wrapper
+    assert migrate.downgrade_losses_between("0014", "0013") == []
+    migrate.downgrade(pg_dsn, "0013")
     assert _present(pg) == [True] * (len(SIGNATURES) - 1) + [False]
     assert pg.execute(language, [SIGNATURES[1]]).fetchone() == ("plpgsql",)  # 0009's again
     assert sql_single(pg, q, p, 13) == searched

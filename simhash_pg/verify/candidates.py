@@ -48,7 +48,7 @@ _SIG = (
 _PROBES = ("SELECT * FROM simhash_near_probes_candidates("
            "%s::bigint[], %s::smallint[], %s::integer[], %s::bigint[])")
 # One probed query (a text near() or add()): the lean single form (revision
-# 0013), the same rows without the query number.
+# 0014), the same rows without the query number.
 _PROBES_ONE = ("SELECT 1, * FROM simhash_near_probes_candidates(%s, %b::smallint[],"
                " %b::smallint[], %b::smallint[], %b::smallint[], %s, %s)")
 

@@ -184,7 +184,7 @@ BEGIN
 END
 $$;
 
--- One query's candidates (revision 0013; leaner than the batch form for one
+-- One query's candidates (revision 0014; leaner than the batch form for one
 -- query: 0.22 against 0.31 ms at 1M rows): the rows within cap that share a
 -- probed value in some block, and the rows whose sentence_sig equals sig
 -- (NULL: none), each once, with what the store's verification reads;
@@ -245,7 +245,7 @@ END
 $$;
 
 -- One query: the rows within cap that share a probed value in some block.
--- Since revision 0013 the id, key and distance of the single-query
+-- Since revision 0014 the id, key and distance of the single-query
 -- candidates' form, without signature rows: one definition of the search.
 CREATE OR REPLACE FUNCTION simhash_near_probes(
     fp bigint, p0 smallint[], p1 smallint[], p2 smallint[], p3 smallint[], cap integer

@@ -1,6 +1,6 @@
--- simhash-pg revision 0013: one text query's candidates in a lean call (issue 14).
--- Applied by migrations/versions/0013_probes_one.py; undone by
--- sql/0013_probes_one_drop.sql.
+-- simhash-pg revision 0014: one text query's candidates in a lean call (issue 14).
+-- Applied by migrations/versions/0014_probes_one.py; undone by
+-- sql/0014_probes_one_drop.sql.
 --
 -- A text near() or add() under the default asks for one query's probe
 -- matches, signature rows and what verification reads. The batch form
@@ -71,7 +71,7 @@ END
 $$;
 
 -- One query: the rows within cap that share a probed value in some block.
--- Since revision 0013 the id, key and distance of the single-query
+-- Since revision 0014 the id, key and distance of the single-query
 -- candidates' form, without signature rows: one definition of the search.
 CREATE OR REPLACE FUNCTION simhash_near_probes(
     fp bigint, p0 smallint[], p1 smallint[], p2 smallint[], p3 smallint[], cap integer

@@ -1,7 +1,7 @@
--- simhash-pg revision 0013, undone: simhash_near_probes searches on its own
+-- simhash-pg revision 0014, undone: simhash_near_probes searches on its own
 -- again (0009's), and simhash_near_probes_candidates has no single-query
 -- form (the batch form serves one query too).
--- Run by migrations/versions/0013_probes_one.py downgrade().
+-- Run by migrations/versions/0014_probes_one.py downgrade().
 
 -- simhash_near_probes as revision 0009 made it
 -- One query: the rows within cap that share a probed value in some block.
