@@ -503,12 +503,14 @@ def test_reader_reads_new_partitions_through_the_parent_and_writes_nothing(
                 "SELECT simhash_ensure_partitions(9)",
                 "SELECT * FROM simhash_drop_partitions('0 s')",
                 "SELECT simhash_create_partition('2000-01-01')",
+                "SELECT simhash_set_partition_interval('week')",
                 f"DROP TABLE {newest}",
             ):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     conn.execute(statement)
-        for fn in ("simhash_ensure_partitions(integer)", "simhash_drop_partitions(interval)",
-                   "simhash_create_partition(date)"):
+        for fn in ("simhash_ensure_partitions(integer, text)",
+                   "simhash_drop_partitions(interval)", "simhash_create_partition(date, text)",
+                   "simhash_set_partition_interval(text, integer)"):
             assert pg.execute(
                 "SELECT has_function_privilege('simhash_reader', %s, 'EXECUTE')", [fn]
             ).fetchone() == (False,)
