@@ -288,4 +288,5 @@ def test_upgrade_and_downgrade_through_alembic(pg_dsn: str, pg: psycopg.Connecti
     made = [r[0] for r in pg.execute("SELECT * FROM simhash_ensure_partitions(9)")]
     assert made, _partitions(pg)
     made_bounds = [(lo, hi) for name, lo, hi in _partitions(pg) if name in made]
-    assert made_bounds and all(lo.weekday() == 0 and hi - lo == timedelta(days=7) for lo, hi in made_bounds)
+    assert made_bounds and all(lo.weekday() == 0 and hi - lo == timedelta(days=7)
+                               for lo, hi in made_bounds)
