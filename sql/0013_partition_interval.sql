@@ -9,7 +9,8 @@
 -- recorded one); simhash_set_partition_interval records a new one and lays
 -- the partitions ahead out by it. simhash_drop_partitions is unchanged: it
 -- drops a partition once its upper bound is past the cutoff, whatever its
--- length. Undone by sql/0013_partition_interval_drop.sql.
+-- length. Partitions are made one day ahead by default, not two. Undone by
+-- sql/0013_partition_interval_drop.sql.
 
 DROP FUNCTION simhash_ensure_partitions(integer);
 DROP FUNCTION simhash_create_partition(date);
@@ -114,12 +115,13 @@ END
 $$;
 
 -- Make the partitions that hold every UTC day from today to today +
--- days_ahead, those missing; returns the ones made. Weekly or monthly, the
+-- days_ahead (by default tomorrow: one empty partition ahead, as each costs
+-- every search), those missing; returns the ones made. Weekly or monthly, the
 -- next interval's partition is made only once it is days_ahead away.
 -- Idempotent, safe to run at once from several sessions (they take turns).
 -- The store runs it on open when it has a retention window, `simhash-pg
 -- purge` before purging (simhash_pg.store.retention.DAYS_AHEAD days ahead).
-CREATE FUNCTION simhash_ensure_partitions(days_ahead integer DEFAULT 2,
+CREATE FUNCTION simhash_ensure_partitions(days_ahead integer DEFAULT 1,
                                                      p_interval text DEFAULT NULL)
 RETURNS SETOF text
 LANGUAGE plpgsql VOLATILE AS $$
@@ -147,7 +149,7 @@ $$;
 -- A partition holding rows stays, and the new interval's partitions fill the
 -- gaps beside it. Returns the partitions made.
 CREATE FUNCTION simhash_set_partition_interval(p_interval text,
-                                                          days_ahead integer DEFAULT 2)
+                                                          days_ahead integer DEFAULT 1)
 RETURNS SETOF text
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -168,6 +170,29 @@ BEGIN
         END IF;
     END LOOP;
     RETURN QUERY SELECT simhash_ensure_partitions(days_ahead, p_interval);
+END
+$$;
+
+-- Partitions are made one day ahead from now on, not two (revision 0005):
+-- every empty partition costs every search its index descents (docs/scaling.md,
+-- "near() end to end"). The empty ones from the day after tomorrow on go; a
+-- row that comes for their days waits in the default partition until its
+-- partition is made (and is moved into it then).
+DO $$
+DECLARE
+    v_from timestamptz := ((now() AT TIME ZONE 'UTC')::date + 2)::timestamp AT TIME ZONE 'UTC';
+    v_empty boolean;
+    r record;
+BEGIN
+    -- the parent first, as every insert locks it before its partition
+    LOCK TABLE simhash_documents IN ACCESS EXCLUSIVE MODE;
+    FOR r IN SELECT p.partition::text AS name FROM simhash_partitions() p
+             WHERE NOT p.is_default AND p.lower_bound >= v_from LOOP
+        EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM %s)', r.name) INTO v_empty;
+        IF v_empty THEN
+            EXECUTE format('DROP TABLE %s', r.name);
+        END IF;
+    END LOOP;
 END
 $$;
 

@@ -138,12 +138,13 @@ END
 $$;
 
 -- Make the partitions that hold every UTC day from today to today +
--- days_ahead, those missing; returns the ones made. Weekly or monthly, the
+-- days_ahead (by default tomorrow: one empty partition ahead, as each costs
+-- every search), those missing; returns the ones made. Weekly or monthly, the
 -- next interval's partition is made only once it is days_ahead away.
 -- Idempotent, safe to run at once from several sessions (they take turns).
 -- The store runs it on open when it has a retention window, `simhash-pg
 -- purge` before purging (simhash_pg.store.retention.DAYS_AHEAD days ahead).
-CREATE OR REPLACE FUNCTION simhash_ensure_partitions(days_ahead integer DEFAULT 2,
+CREATE OR REPLACE FUNCTION simhash_ensure_partitions(days_ahead integer DEFAULT 1,
                                                      p_interval text DEFAULT NULL)
 RETURNS SETOF text
 LANGUAGE plpgsql VOLATILE AS $$
@@ -171,7 +172,7 @@ $$;
 -- A partition holding rows stays, and the new interval's partitions fill the
 -- gaps beside it. Returns the partitions made.
 CREATE OR REPLACE FUNCTION simhash_set_partition_interval(p_interval text,
-                                                          days_ahead integer DEFAULT 2)
+                                                          days_ahead integer DEFAULT 1)
 RETURNS SETOF text
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
