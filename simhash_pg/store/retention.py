@@ -134,9 +134,10 @@ _DROP = (
 # purge and by a store with retention on open; a row no partition holds waits
 # in the default partition until one does, so no insert ever fails. One day,
 # not two (before revision 0013): each empty partition costs every search
-# (near() k = 3 at 1M rows, p50: 0.221 ms with 2 days ahead, 0.162 with 1;
-# docs/scaling.md, "near() end to end"). A purge or an open at least once a
-# UTC day keeps tomorrow's partition made before tomorrow.
+# its index descents (simhash_near k = 3 p50 at 10M rows: 0.176 ms with 2
+# days ahead, 0.161 with 1, 0.128 with today's partition alone; docs/scaling.md,
+# "near() end to end"). A purge or an open at least once a UTC day (the
+# schedule docs/operations.md asks for) makes tomorrow's partition in time.
 DAYS_AHEAD = 1
 _COUNT = "SELECT count(*) FROM simhash_documents WHERE created_at < %s"
 # what whole-partition purges delete: the partitions wholly before the
