@@ -244,10 +244,27 @@ def test_only_the_owner_changes_the_interval(pg_dsn: str, pg: psycopg.Connection
 
 
 def test_purge_command_sets_the_interval(pg_dsn: str, pg: psycopg.Connection) -> None:
+    # a dry run counts as a monthly purge would (the partly old day's rows
+    # stay), and records nothing
+    pg.execute("SELECT simhash_create_partition((now() AT TIME ZONE 'UTC')::date - 40)")
+    pg.execute("INSERT INTO simhash_documents (fingerprint, created_at) VALUES (1,"
+               " ((now() AT TIME ZONE 'UTC')::date - 40)::timestamp AT TIME ZONE 'UTC'"
+               " + interval '1 second')")
+    counts = {}
+    for interval in ("day", "month"):
+        dry = CliRunner().invoke(cli, ["purge", "--older-than", "40d", "--dry-run", "--json",
+                                       "--partition-interval", interval, "--dsn", pg_dsn])
+        assert dry.exit_code == 0, dry.output
+        counts[interval] = json.loads(dry.output)["would_delete"]
+    assert counts == {"day": 1, "month": 0}
+    assert _recorded(pg) in (None, "day")
     out = CliRunner().invoke(cli, ["purge", "--older-than", "30d", "--partition-interval",
                                    "month", "--json", "--dsn", pg_dsn])
     assert out.exit_code == 0, out.output
-    assert json.loads(out.output)["deleted"] == 0
+    # its day partition is wholly before a 30-day cutoff: dropped
+    assert json.loads(out.output)["dropped_partitions"] == [
+        "simhash_documents_p" + (datetime.now(timezone.utc).date() - timedelta(days=40)
+                                 ).strftime("%Y%m%d")]
     assert _recorded(pg) == "month"
     month = _bounds(datetime.now(timezone.utc), "month")
     assert next(lo for _, lo, _ in _partitions(pg) if lo is not None) == month[0]

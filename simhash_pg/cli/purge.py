@@ -62,9 +62,13 @@ def command(older_than: timedelta, batch_size: int, max_seconds: float | None, d
 
     # SIGTERM stops it as Ctrl-C does: at once, since each batch is committed on its own
     with StopSignals(graceful=False) as signals, open_store(
-            dsn, None, None, partition_interval=partition_interval) as store:
+            # a dry run changes nothing: it counts as the interval asked for would purge
+            dsn, None, None, partition_interval=None if dry_run else partition_interval,
+    ) as store:
         try:
             if dry_run:
+                if whole_partitions is None and partition_interval is not None:
+                    whole_partitions = partition_interval != "day"
                 cutoff, rows = retention.purge_candidates(
                     store.connection, older_than, whole_partitions=whole_partitions)
                 out = {"cutoff": cutoff.isoformat(), "would_delete": rows}
