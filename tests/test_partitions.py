@@ -54,9 +54,10 @@ def test_fresh_store_layout(pg: psycopg.Connection) -> None:
     assert pg.execute(
         "SELECT relkind FROM pg_class WHERE oid = 'simhash_documents'::regclass"
     ).fetchone() == ("p",)
-    # a fresh store has no legacy partition: today, two days ahead, the default one
+    # a fresh store has no legacy partition: today, one day ahead (two before
+    # revision 0013 dropped the second), the default one
     today = datetime.now(timezone.utc).date()
-    days = [f"simhash_documents_p{(today + timedelta(d)).strftime('%Y%m%d')}" for d in range(3)]
+    days = [f"simhash_documents_p{(today + timedelta(d)).strftime('%Y%m%d')}" for d in range(2)]
     assert parts == {**dict.fromkeys(days, False), "simhash_documents_default": True}
     # every partition has the parent's indexes (block, key, brin, ...) and triggers
     for name in parts:
@@ -68,10 +69,10 @@ def test_fresh_store_layout(pg: psycopg.Connection) -> None:
         "SELECT count(*) FROM pg_index WHERE indrelid = 'simhash_documents'::regclass"
     ).fetchone() == (9,)
     # ensure is idempotent: nothing more to make
-    assert pg.execute("SELECT * FROM simhash_ensure_partitions(2)").fetchall() == []
+    assert pg.execute("SELECT * FROM simhash_ensure_partitions()").fetchall() == []
     assert _partitions(pg) == parts
     assert pg.execute("SELECT * FROM simhash_ensure_partitions(4)").fetchall() == [
-        (f"simhash_documents_p{(today + timedelta(d)).strftime('%Y%m%d')}",) for d in (3, 4)
+        (f"simhash_documents_p{(today + timedelta(d)).strftime('%Y%m%d')}",) for d in (2, 3, 4)
     ]
     for bad in (-1, 367, None):
         with pytest.raises(psycopg.errors.InvalidParameterValue):
@@ -415,13 +416,13 @@ def test_ensure_moves_waiting_rows_out_of_the_default_partition(pg: psycopg.Conn
     a, b = _insert(pg, [("waiting", 0xF0F0, 0.0), (None, 0xF0F1, 0.0)])
     pg.execute("UPDATE simhash_documents SET duplicate_of = %s WHERE id = %s", [a, b])
     assert pg.execute("SELECT count(*) FROM simhash_documents_default").fetchone() == (2,)
-    assert pg.execute("SELECT * FROM simhash_ensure_partitions(2)").fetchall() == [(name,)]
+    assert pg.execute("SELECT * FROM simhash_ensure_partitions(1)").fetchall() == [(name,)]
     assert pg.execute("SELECT count(*) FROM simhash_documents_default").fetchone() == (0,)
     assert pg.execute(
         f"SELECT id, key, duplicate_of FROM {name} ORDER BY id"
     ).fetchall() == [(a, "waiting", None), (b, None, a)]
     assert pg.execute("SELECT key, id FROM simhash_keys").fetchall() == [("waiting", a)]
-    assert pg.execute("SELECT * FROM simhash_ensure_partitions(2)").fetchall() == []
+    assert pg.execute("SELECT * FROM simhash_ensure_partitions(1)").fetchall() == []
 
 
 def test_ensure_is_safe_from_two_sessions_at_once(pg: psycopg.Connection, pg_dsn: str) -> None:
@@ -441,7 +442,7 @@ def test_ensure_is_safe_from_two_sessions_at_once(pg: psycopg.Connection, pg_dsn
     for t in threads:
         t.join(timeout=60)
     assert sorted(made[0] + made[1]) == sorted(set(made[0] + made[1]))
-    assert len(made[0] + made[1]) == 4  # days 3..6; each made once
+    assert len(made[0] + made[1]) == 5  # days 2..6; each made once
     assert len(_partitions(pg)) == 8
 
 
@@ -449,14 +450,14 @@ def test_store_with_retention_makes_partitions_and_purges_by_dropping(
     pg: psycopg.Connection, pg_dsn: str
 ) -> None:
     today = datetime.now(timezone.utc).date()
-    ahead = f"simhash_documents_p{(today + timedelta(2)).strftime('%Y%m%d')}"
+    ahead = f"simhash_documents_p{(today + timedelta(1)).strftime('%Y%m%d')}"
     pg.execute(f"DROP TABLE {ahead}")
     past_day_partitions(pg, 3)
     _insert(pg, [(None, i * 1_000_003, 2.2 + i / 100) for i in range(50)])
     with SimhashStore(pg_dsn, retention=timedelta(days=1)) as store:
         assert ahead in _partitions(pg)  # made on open
         stats = store.stats()
-        assert stats["partitions"] == 7 and stats["rows"] == 50
+        assert stats["partitions"] == 6 and stats["rows"] == 50
         assert stats["table_bytes"] > 0 and stats["index_bytes"] > 0
         res = store.purge()
         assert res.deleted == 50 and len(res.dropped) == 2 and res.batches == 1
@@ -503,12 +504,14 @@ def test_reader_reads_new_partitions_through_the_parent_and_writes_nothing(
                 "SELECT simhash_ensure_partitions(9)",
                 "SELECT * FROM simhash_drop_partitions('0 s')",
                 "SELECT simhash_create_partition('2000-01-01')",
+                "SELECT simhash_set_partition_interval('week')",
                 f"DROP TABLE {newest}",
             ):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     conn.execute(statement)
-        for fn in ("simhash_ensure_partitions(integer)", "simhash_drop_partitions(interval)",
-                   "simhash_create_partition(date)"):
+        for fn in ("simhash_ensure_partitions(integer, text)",
+                   "simhash_drop_partitions(interval)", "simhash_create_partition(date, text)",
+                   "simhash_set_partition_interval(text, integer)"):
             assert pg.execute(
                 "SELECT has_function_privilege('simhash_reader', %s, 'EXECUTE')", [fn]
             ).fetchone() == (False,)

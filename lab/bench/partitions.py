@@ -9,12 +9,12 @@ absolute figures less so):
 
 1. bulk_load of N fingerprints (COPY FREEZE, index builds, VACUUM), twice each;
 2. the same N fingerprints re-inserted with created_at spread over the last
-   4 days (plain: one table; parted: 4 past daily partitions + today + 2
-   ahead + default = 8 partitions), then near() k=3 and k=6 latencies,
+   4 days (plain: one table; parted: 4 past daily partitions + today + 1
+   ahead + default = 7 partitions), then near() k=3 and k=6 latencies,
    query by query alternating;
 3. add_many with keys (the keys trigger) and simhash_add with keys, alternating;
 4. the purge of everything older than 2 days: batched DELETE vs partition drops,
-   with the sizes before and after; then near() again (6 partitions left).
+   with the sizes before and after; then near() again (5 partitions left).
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def main() -> None:
             )
             same = all(stores["plain"].near(q, k=k) == stores["parted"].near(q, k=k)
                        for q in qs[k][:100])
-            print(f"near() k={k}, rows over 8 partitions: plain p50 {pct(ta, 50):.3f} / "
+            print(f"near() k={k}, rows over 7 partitions: plain p50 {pct(ta, 50):.3f} / "
                   f"p99 {pct(ta, 99):.3f} ms, parted p50 {pct(tb, 50):.3f} / "
                   f"p99 {pct(tb, 99):.3f} ms, p50 ratio {pct(tb, 50) / pct(ta, 50):.2f}; "
                   f"answers of 100 queries equal: {same}")
@@ -206,14 +206,14 @@ def main() -> None:
                   f"({len(res.dropped)} partitions dropped, {res.batches} DELETE batches); "
                   f"size {before} -> {_mib(conn)} after VACUUM")
         # near() once the window is 2 days: parted has the partly old day,
-        # yesterday, today, 2 ahead and the default partition (6 leaves)
+        # yesterday, today, 1 ahead and the default partition (5 leaves)
         for k in (3,):
             ta, tb = _alternate(
                 len(qs[k]),
                 partial(_near_ms, stores["plain"], qs[k], k),
                 partial(_near_ms, stores["parted"], qs[k], k),
             )
-            print(f"near() k={k} after the purge (parted: 6 partitions): plain p50 "
+            print(f"near() k={k} after the purge (parted: 5 partitions): plain p50 "
                   f"{pct(ta, 50):.3f} / p99 {pct(ta, 99):.3f} ms, parted p50 {pct(tb, 50):.3f}"
                   f" / p99 {pct(tb, 99):.3f} ms, p50 ratio {pct(tb, 50) / pct(ta, 50):.2f}")
         for st in stores.values():

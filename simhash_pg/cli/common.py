@@ -29,7 +29,7 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 
 def open_store(
     dsn: str | None, scheme: SchemeSpec, k: int | None, verify: str | None = None,
-    *, read_only: bool = False,
+    *, read_only: bool = False, partition_interval: str | None = None,
 ) -> SimhashStore:
     """Open a store, turning connection and scheme problems into usage errors.
 
@@ -48,6 +48,8 @@ def open_store(
         kwargs["k"] = k
     if verify is not None:
         kwargs["verify"] = verify
+    if partition_interval is not None:
+        kwargs["partition_interval"] = partition_interval
     try:
         if dsn is None:
             return SimhashStore(dsn, **kwargs)

@@ -3,7 +3,8 @@
 Meant to be scheduled (cron, a systemd timer; or pg_cron calling
 simhash_ensure_partitions and simhash_drop_partitions): see
 docs/operations.md. It makes the next days' partitions, drops the partitions
-wholly older than the window, then deletes what is left in batches. Safe to
+wholly older than the window, then deletes what is left in batches (daily
+partitions; weekly and monthly ones are dropped whole only). Safe to
 run while the store is in use, and to interrupt: every step commits on its
 own, and the next run goes on (exit code 130 after Ctrl-C, 143 after SIGTERM).
 """
@@ -44,22 +45,37 @@ def _age(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
 @click.option("--max-seconds", type=click.FloatRange(min=0), default=None,
               help="Stop after the batch that crosses this time; the next run goes on.")
 @click.option("--dry-run", is_flag=True, help="Only count what would be deleted.")
+@click.option("--partition-interval", type=click.Choice(["day", "week", "month"]),
+              default=None,
+              help="Make this store's partitions by day, week or month from now on "
+                   "(recorded; default: as recorded, daily for a new store).")
+@click.option("--whole-partitions/--exact", "whole_partitions", default=None,
+              help="Only drop whole partitions, or also delete the old rows of a partly old "
+                   "one in batches [default: whole for weekly and monthly partitions].")
 @json_flag()
 @dsn_option()
 def command(older_than: timedelta, batch_size: int, max_seconds: float | None, dry_run: bool,
+            partition_interval: str | None, whole_partitions: bool | None,
             as_json: bool, dsn: str | None) -> None:
     """Delete documents older than the retention window (e.g. --older-than 2d)."""
     from simhash_pg.store import retention
 
     # SIGTERM stops it as Ctrl-C does: at once, since each batch is committed on its own
-    with StopSignals(graceful=False) as signals, open_store(dsn, None, None) as store:
+    with StopSignals(graceful=False) as signals, open_store(
+            # a dry run changes nothing: it counts as the interval asked for would purge
+            dsn, None, None, partition_interval=None if dry_run else partition_interval,
+    ) as store:
         try:
             if dry_run:
-                cutoff, rows = retention.purge_candidates(store.connection, older_than)
+                if whole_partitions is None and partition_interval is not None:
+                    whole_partitions = partition_interval != "day"
+                cutoff, rows = retention.purge_candidates(
+                    store.connection, older_than, whole_partitions=whole_partitions)
                 out = {"cutoff": cutoff.isoformat(), "would_delete": rows}
             else:
                 res = retention.purge(store.connection, older_than,
-                                      batch_size=batch_size, max_seconds=max_seconds)
+                                      batch_size=batch_size, max_seconds=max_seconds,
+                                      whole_partitions=whole_partitions)
                 out = {"cutoff": res.cutoff.isoformat(), "deleted": res.deleted,
                        "dropped_partitions": list(res.dropped),
                        "batches": res.batches, "seconds": round(res.seconds, 3)}

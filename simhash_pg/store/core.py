@@ -51,6 +51,7 @@ from simhash_pg.store.checks import (
     check_retention,
     check_verify,
 )
+from simhash_pg.store.opening import PartitionInterval
 from simhash_pg.store.results import (
     AddManyResult,
     AddResult,
@@ -110,6 +111,14 @@ class SimhashStore:
         tries in all, then :class:`LockTimeoutError` names who holds the locks.
     retention:
         The window :meth:`purge` keeps by default, e.g. ``timedelta(days=2)``.
+    partition_interval:
+        How long one partition spans: ``"day"``, ``"week"`` or ``"month"``
+        (revision 0013). None: the one the database records (``"day"`` for a
+        new store and for one made before 0013). Every search descends every
+        partition's indexes, so a store keeping a month is faster with weekly
+        partitions (docs/scaling.md, "0e. Writes"); a purge then drops whole
+        weeks. Recorded on first open; asking for another changes it (the
+        owner only) for the partitions made from then on.
     verify:
         How text queries are re-checked (:mod:`simhash_pg.verify`):
         ``"off"`` (Hamming distance <= k only), ``"short"`` (texts under 50
@@ -137,6 +146,7 @@ class SimhashStore:
         lock_batches: bool = True,
         lock_timeout: float | None = locking.DEFAULT_LOCK_TIMEOUT,
         retention: timedelta | None = None,
+        partition_interval: PartitionInterval | None = None,
         verify: VerifyMode | None = None,
         _add_function: sql.AddFunction = "simhash_add",
         _pigeonhole_batches: bool = True,
@@ -159,6 +169,7 @@ class SimhashStore:
             dsn, engine, scheme=scheme, verify=verify, do_migrate=migrate,
             connect_timeout=connect_timeout, lock_timeout=lock_timeout,
             partitions=retention is not None,
+            partition_interval=opening.check_partition_interval(partition_interval),
         )
         self._attach(opened, verify, owns_conn=True)
 
@@ -219,6 +230,7 @@ class SimhashStore:
                                    probe_t=opened.probe_t, probe_cap=opened.probe_cap,
                                    rule=opened.rule)
         self.verify: VerifyMode = self.policy.mode
+        self.partition_interval: PartitionInterval = opened.partition_interval
 
     # -- properties and life cycle -----------------------------------------------
     @property
@@ -361,10 +373,12 @@ class SimhashStore:
         *,
         batch_size: int = DEFAULT_PURGE_BATCH,
         max_seconds: float | None = None,
+        whole_partitions: bool | None = None,
     ) -> PurgeResult:
         """Delete documents older than ``older_than`` (default: the store's retention).
 
-        Batched, a commit per batch; see :func:`simhash_pg.store.retention.purge`.
+        Batched, a commit per batch; see :func:`simhash_pg.store.retention.purge`
+        (weekly and monthly partitions are dropped whole, by default).
         """
         from simhash_pg.store import retention
 
@@ -373,7 +387,7 @@ class SimhashStore:
             raise ValueError("no retention window: pass older_than, or open the store "
                              "with retention=timedelta(...)")
         return retention.purge(self._conn, window, batch_size=batch_size,
-                               max_seconds=max_seconds)
+                               max_seconds=max_seconds, whole_partitions=whole_partitions)
 
     def count(self) -> int:
         row = self._conn.execute(sql.COUNT).fetchone()

@@ -10,7 +10,8 @@ schema (created or upgraded under an advisory lock with ``migrate=True``,
 else an outdated database is a :class:`SchemaVersionError`); the fingerprint
 scheme (recorded on first open, compared afterwards); the verify mode, the
 probes and the duplicate rule's version (recorded on first open by the first
-role allowed to).
+role allowed to); the partition interval (recorded on first open, changed
+when asked for another; revision 0013).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import contextlib
 import json
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -30,6 +31,7 @@ from simhash_pg.store.results import (
     SchemeMismatchError,
     StoreConnectionError,
 )
+from simhash_pg.store.retention import DAYS_AHEAD
 from simhash_pg.verify import (
     PROBE_CAP,
     PROBE_T,
@@ -42,8 +44,8 @@ from simhash_pg.verify import (
 if TYPE_CHECKING:
     from simhash_pg.text.schemes import Scheme
 
-__all__ = ["DEFAULT_VERIFY", "SCHEMA_HEAD", "Opened", "configure_session", "open_database",
-           "where"]
+__all__ = ["DEFAULT_VERIFY", "PARTITION_INTERVALS", "SCHEMA_HEAD", "Opened",
+           "PartitionInterval", "configure_session", "open_database", "where"]
 
 # A new store verifies every text: measured on ../shared/eval through the
 # store, "all" is the only mode that meets the long-text targets (P 0.989,
@@ -54,6 +56,10 @@ __all__ = ["DEFAULT_VERIFY", "SCHEMA_HEAD", "Opened", "configure_session", "open
 DEFAULT_VERIFY: VerifyMode = "all"
 # The schema revision this simhash-pg needs.
 SCHEMA_HEAD = migrate.HEAD
+
+# How long one partition of simhash_documents spans (sql/current/partitions.sql).
+PartitionInterval = Literal["day", "week", "month"]
+PARTITION_INTERVALS: tuple[PartitionInterval, ...] = ("day", "week", "month")
 
 _GET_META = "SELECT value FROM simhash_meta WHERE name = %s"
 _PUT_META = (
@@ -71,6 +77,7 @@ class Opened(NamedTuple):
     probe_t: int  # margin-ranked probes of long text queries under "all": values per block
     probe_cap: int  # ... and their Hamming cap
     rule: int  # the duplicate rule's version (simhash_pg.verify.rule.RULES)
+    partition_interval: PartitionInterval = "day"  # one partition's span (revision 0013)
 
 
 def open_database(
@@ -83,10 +90,12 @@ def open_database(
     connect_timeout: int,
     lock_timeout: float | None,
     partitions: bool,
+    partition_interval: PartitionInterval | None = None,
 ) -> Opened:
     """Find the database, connect (autocommit) and shake hands; the connection is
     closed again if any step fails. ``partitions``: make today's and the next
     days' partitions, if missing (a store with a retention window).
+    ``partition_interval``: the store's (None: the recorded one, else 'day').
     """
     resolved = resolve_dsn(dsn, engine)
     conn = connect(resolved, connect_timeout)
@@ -97,12 +106,13 @@ def open_database(
         recorded = _ensure_verify(conn, resolved, verify)
         probe_t, probe_cap = _ensure_probes(conn, resolved)
         rule = _ensure_rule(conn, resolved, new_store)
+        interval = _ensure_partition_interval(conn, resolved, partition_interval)
     except BaseException:
         conn.close()
         raise
     if partitions:
         _ensure_partitions(conn)
-    return Opened(resolved, conn, stored_scheme, recorded, probe_t, probe_cap, rule)
+    return Opened(resolved, conn, stored_scheme, recorded, probe_t, probe_cap, rule, interval)
 
 
 def configure_session(conn: psycopg.Connection[Any], lock_timeout: float | None) -> None:
@@ -306,4 +316,48 @@ def _ensure_partitions(conn: psycopg.Connection[Any]) -> None:
     them too; rows of a missing day wait in the default partition).
     """
     with contextlib.suppress(psycopg.Error):
-        conn.execute("SELECT simhash_ensure_partitions(2)").fetchall()
+        conn.execute("SELECT simhash_ensure_partitions(%s)", [DAYS_AHEAD]).fetchall()
+
+
+def check_partition_interval(interval: object) -> PartitionInterval | None:
+    if interval is not None and interval not in PARTITION_INTERVALS:
+        raise ValueError(f"partition_interval must be one of {', '.join(PARTITION_INTERVALS)}"
+                         f" or None, got {interval!r}")
+    return cast("PartitionInterval | None", interval)
+
+
+def _ensure_partition_interval(conn: psycopg.Connection[Any], dsn: str,
+                               wanted: PartitionInterval | None) -> PartitionInterval:
+    """The store's partition interval ('partition_interval'), recorded on first open.
+
+    None keeps the recorded one; a store without the record (made before
+    revision 0013, or new) records 'day' unless another is asked for. Asking
+    for another than the recorded one changes it, which only the owner may:
+    simhash_set_partition_interval drops the empty partitions made ahead and
+    makes them again by the new interval (partitions holding rows stay, the
+    new ones fill the gaps beside them).
+    """
+    row = conn.execute(_GET_META, ["partition_interval"]).fetchone()
+    recorded = row[0] if row else None
+    if recorded is not None and recorded not in PARTITION_INTERVALS:
+        raise SchemaVersionError(
+            f"the database at {where(dsn)} records partition interval {recorded!r}, not one "
+            f"of {', '.join(PARTITION_INTERVALS)} (made by a newer simhash-pg?)")
+    target = wanted or recorded or "day"
+    if target == recorded:
+        return cast(PartitionInterval, target)
+    try:
+        if recorded is None and target == "day":  # the default: the partitions are daily
+            conn.execute(_PUT_META, ["partition_interval", Jsonb(target)])
+            row = conn.execute(_GET_META, ["partition_interval"]).fetchone()
+            return cast(PartitionInterval, row[0] if row else target)  # a racing first open's
+        else:
+            conn.execute("SELECT simhash_set_partition_interval(%s, %s)",
+                         [target, DAYS_AHEAD]).fetchall()
+    except psycopg.errors.InsufficientPrivilege:
+        if wanted is None:  # a reader or writer role: the owner records it
+            return cast(PartitionInterval, recorded or "day")
+        raise SchemaVersionError(
+            f"the database at {where(dsn)} makes {recorded or 'day'} partitions; only its "
+            f"owner may change that to {wanted!r}") from None
+    return cast(PartitionInterval, target)

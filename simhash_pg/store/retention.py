@@ -1,12 +1,13 @@
 """Retention: drop documents older than a window (e.g. the last two days).
 
-``purge(conn, older_than)`` removes every document whose ``created_at`` is
+``purge(conn, older_than)`` removes the documents whose ``created_at`` is
 before the cutoff. Since revision 0005 the table is partitioned by UTC day
-(sql/0005_partitions.sql), and a purge
+(sql/0005_partitions.sql), since 0013 by the store's interval (day, week or
+month), and a purge
 
-1. makes the partitions of today and the next two days if missing
-   (``simhash_ensure_partitions``), so that a daily purge also keeps them
-   ahead;
+1. makes the partitions holding today and the next ``DAYS_AHEAD`` days if
+   missing (``simhash_ensure_partitions``), so that a daily purge also keeps
+   them ahead;
 2. drops every partition that lies wholly before the cutoff, and deletes the
    default partition's old rows (``simhash_drop_partitions``, one short
    transaction): no dead rows, the space goes back to the system at once;
@@ -15,6 +16,11 @@ before the cutoff. Since revision 0005 the table is partitioned by UTC day
    after each: short transactions keep locks brief and let concurrent adds
    and searches run on.
 
+Step 3 is for daily partitions (a day's part at most). Under weekly or
+monthly ones it would delete up to a week or month of rows row by row, every
+day, so by default it does not run there (``whole_partitions``): the old rows
+go with their partition, a whole interval at a time, and a document is kept
+at least the retention window and less than the window plus one interval.
 On a plain table (before 0005) only step 3 runs.
 
 The cutoff is computed by the server (``now() - older_than``) so that client
@@ -124,9 +130,37 @@ _PARTITIONED = "SELECT relkind = 'p' FROM pg_class WHERE oid = 'simhash_document
 _DROP = (
     "SELECT action, relation, n_rows FROM simhash_drop_partitions(now() - %s::timestamptz)"
 )
-# partitions made ahead of time by every purge (and by a store with retention)
-DAYS_AHEAD = 2
+# Partitions are made to hold today and the next DAYS_AHEAD days, by every
+# purge and by a store with retention on open; a row no partition holds waits
+# in the default partition until one does, so no insert ever fails. One day,
+# not two (before revision 0013): each empty partition costs every search
+# its index descents (simhash_near k = 3 p50 at 10M rows: 0.176 ms with 2
+# days ahead, 0.161 with 1, 0.128 with today's partition alone; docs/scaling.md,
+# "near() end to end"). A purge or an open at least once a UTC day (the
+# schedule docs/operations.md asks for) makes tomorrow's partition in time.
+DAYS_AHEAD = 1
 _COUNT = "SELECT count(*) FROM simhash_documents WHERE created_at < %s"
+# what whole-partition purges delete: the partitions wholly before the
+# cutoff, and the default partition's rows before it
+_COUNT_WHOLE = (
+    "SELECT count(*) FROM simhash_documents d JOIN simhash_partitions() p"
+    " ON p.partition = d.tableoid WHERE CASE WHEN p.is_default THEN d.created_at < %s"
+    " ELSE p.upper_bound <= %s END"
+)
+_INTERVAL = "SELECT simhash_partition_interval()"
+
+
+def whole_partitions_by_default(conn: Any) -> bool:
+    """Whether a purge keeps the rows of a partly old partition: under weekly or
+    monthly partitions (the recorded interval, revision 0013)."""
+    row = conn.execute(_PARTITIONED).fetchone()
+    if row is None or not row[0]:
+        return False
+    try:
+        got = conn.execute(_INTERVAL).fetchone()
+    except psycopg.errors.UndefinedFunction:  # before revision 0013: daily
+        return False
+    return got is not None and got[0] != "day"
 
 
 def _delete_batch(conn: Any, cutoff: datetime, batch_size: int) -> int:
@@ -148,10 +182,16 @@ def _delete_batch(conn: Any, cutoff: datetime, batch_size: int) -> int:
     raise AssertionError("unreachable")
 
 
-def purge_candidates(conn: Any, older_than: timedelta | datetime | str) -> tuple[datetime, int]:
+def purge_candidates(conn: Any, older_than: timedelta | datetime | str, *,
+                     whole_partitions: bool | None = None) -> tuple[datetime, int]:
     """The cutoff and how many rows a purge would delete now (for --dry-run)."""
     cutoff = _cutoff(conn, _check_older_than(older_than))
-    row = conn.execute(_COUNT, [cutoff]).fetchone()
+    if whole_partitions is None:
+        whole_partitions = whole_partitions_by_default(conn)
+    if whole_partitions:
+        row = conn.execute(_COUNT_WHOLE, [cutoff, cutoff]).fetchone()
+    else:
+        row = conn.execute(_COUNT, [cutoff]).fetchone()
     return cutoff, int(row[0])
 
 
@@ -162,6 +202,7 @@ def purge(
     batch_size: int = DEFAULT_PURGE_BATCH,
     progress: Callable[[int], None] | None = None,
     max_seconds: float | None = None,
+    whole_partitions: bool | None = None,
 ) -> PurgeResult:
     """Delete documents created before ``now() - older_than`` (or before a datetime).
 
@@ -172,7 +213,9 @@ def purge(
     row deleted by DELETE as ``duplicate_of`` keep their place with NULL
     there, also when they were added during the purge (revision 0008); links
     to the rows of a dropped partition stay as they were (the row they name
-    is gone: LEFT JOIN).
+    is gone: LEFT JOIN). ``whole_partitions``: only drop whole partitions
+    (and the default partition's old rows), no batched DELETE of a partition
+    partly old; None: so under weekly or monthly partitions, not daily ones.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
@@ -182,8 +225,11 @@ def purge(
     cutoff = _cutoff(conn, _check_older_than(older_than))
     deleted = batches = 0
     dropped: list[str] = []
+    if whole_partitions is None:
+        whole_partitions = whole_partitions_by_default(conn)
     row = conn.execute(_PARTITIONED).fetchone()
-    if row is not None and row[0]:
+    partitioned = row is not None and bool(row[0])
+    if partitioned:
         try:
             conn.execute("SELECT simhash_ensure_partitions(%s)", [DAYS_AHEAD]).fetchall()
             steps = conn.execute(_DROP, [cutoff]).fetchall()
@@ -198,6 +244,8 @@ def purge(
                 deleted += n
         if progress is not None:
             progress(deleted)
+        if whole_partitions and steps:
+            return PurgeResult(cutoff, deleted, 0, time.perf_counter() - start, tuple(dropped))
     while True:
         n = _delete_batch(conn, cutoff, batch_size)
         deleted += max(n, 0)

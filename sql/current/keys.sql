@@ -12,7 +12,8 @@
 -- simhash_keys. AFTER, not BEFORE, row triggers: a BEFORE row trigger would
 -- turn off COPY's multi-row inserts, for every row. The delete trigger also
 -- does what a foreign key's ON DELETE SET NULL on duplicate_of did.
--- (docs/design.md, "Time: daily partitions"; docs/operations.md, "Retention".)
+-- (docs/design.md, "Time: partitions by day, week or month"; docs/operations.md,
+-- "Retention".)
 
 CREATE OR REPLACE FUNCTION simhash_keys_on_insert() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER AS $$

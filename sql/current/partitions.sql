@@ -1,16 +1,19 @@
--- simhash-pg, today's SQL: daily partitions of simhash_documents.
+-- simhash-pg, today's SQL: the partitions of simhash_documents.
 --
 -- Today's definitions, exactly as `alembic upgrade head` leaves them (see
 -- sql/current/hamming.sql; tests/test_sql_current.py keeps them equal).
 --
 -- simhash_documents is PARTITION BY RANGE (created_at), one partition per
--- UTC day (simhash_documents_pYYYYMMDD), made ahead of time; a table made
--- before revision 0005 is attached as simhash_documents_legacy, and
--- simhash_documents_default catches rows no daily partition covers, so an
--- insert never fails. Retention drops whole days (docs/design.md, "Time:
--- daily partitions"; docs/operations.md, "Retention"). Partition
--- maintenance is the owner's: nobody else may run these, but the analyst may
--- list the partitions. Lock key (1397246981, 0): one maintenance at a time.
+-- UTC day, week (from Monday) or month: the store's interval, recorded in
+-- simhash_meta 'partition_interval' (revision 0013; 'day' if not recorded).
+-- Partitions are named by their lower bound (simhash_documents_pYYYYMMDD)
+-- and made ahead of time; a table made before revision 0005 is attached as
+-- simhash_documents_legacy, and simhash_documents_default catches rows no
+-- other partition covers, so an insert never fails. Retention drops whole
+-- partitions (docs/design.md, "Time: partitions"; docs/operations.md,
+-- "Retention"). Partition maintenance is the owner's: nobody else may run
+-- these, but the analyst may list the partitions. Lock key (1397246981, 0):
+-- one maintenance at a time.
 
 -- The partitions and their bounds (UTC; -infinity for MINVALUE; the default
 -- partition has NULL bounds).
@@ -35,15 +38,53 @@ AS $$
     ORDER BY 2 NULLS LAST
 $$;
 
--- The partition of one UTC day; NULL if a partition already covers part of
--- it (the legacy partition, or an existing one). Rows of that day waiting in
--- the default partition are moved into it (same ids, keys and links).
-CREATE OR REPLACE FUNCTION simhash_create_partition(p_day date) RETURNS text
+-- The store's partition interval: 'day', 'week' or 'month', as recorded in
+-- simhash_meta 'partition_interval' (revision 0013); 'day' if none is (a
+-- store made before: it keeps daily partitions).
+CREATE OR REPLACE FUNCTION simhash_partition_interval() RETURNS text
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce((SELECT value #>> '{}' FROM simhash_meta WHERE name = 'partition_interval'),
+                    'day')
+$$;
+
+-- The bounds of the interval ('day', 'week' from Monday, 'month') that holds
+-- p_at, in UTC: lower_bound <= p_at < upper_bound.
+CREATE OR REPLACE FUNCTION simhash_partition_bounds(p_at timestamptz, p_interval text)
+RETURNS TABLE (lower_bound timestamptz, upper_bound timestamptz)
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    v_start timestamp;
+BEGIN
+    IF p_interval IS NULL OR p_interval NOT IN ('day', 'week', 'month') THEN
+        RAISE EXCEPTION 'simhash: the partition interval is day, week or month, got %',
+            coalesce(p_interval, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF p_at IS NULL OR NOT isfinite(p_at) THEN
+        RAISE EXCEPTION 'simhash: a partition holds a finite time, got %',
+            coalesce(p_at::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    v_start := date_trunc(p_interval, p_at AT TIME ZONE 'UTC');
+    lower_bound := v_start AT TIME ZONE 'UTC';
+    upper_bound := (v_start + ('1 ' || p_interval)::interval) AT TIME ZONE 'UTC';
+    RETURN NEXT;
+END
+$$;
+
+-- The partition that holds the start of UTC day p_day: the interval's (by
+-- default the store's) bounds around it, cut short where existing partitions
+-- already cover part of them (the legacy partition, days made before the
+-- interval changed); NULL if a partition already holds that instant. Named
+-- by its lower bound (simhash_documents_pYYYYMMDD). Rows waiting in the
+-- default partition for its range are moved into it (same ids, keys and
+-- links).
+CREATE OR REPLACE FUNCTION simhash_create_partition(p_day date, p_interval text DEFAULT NULL)
+RETURNS text
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-    v_name text := 'simhash_documents_p' || to_char(p_day, 'YYYYMMDD');
-    v_lo timestamptz := p_day::timestamp AT TIME ZONE 'UTC';
-    v_hi timestamptz := (p_day + 1)::timestamp AT TIME ZONE 'UTC';
+    v_at timestamptz := p_day::timestamp AT TIME ZONE 'UTC';
+    v_lo timestamptz;
+    v_hi timestamptz;
+    v_name text;
     v_default regclass;
     v_cols text;
     v_waiting boolean := false;
@@ -51,11 +92,21 @@ BEGIN
     IF p_day IS NULL THEN
         RAISE EXCEPTION 'simhash: day must not be NULL' USING ERRCODE = '22004';
     END IF;
+    SELECT b.lower_bound, b.upper_bound INTO v_lo, v_hi
+    FROM simhash_partition_bounds(v_at, coalesce(p_interval, simhash_partition_interval())) b;
     PERFORM pg_advisory_xact_lock(1397246981, 0);
     IF EXISTS (SELECT 1 FROM simhash_partitions() p
-               WHERE NOT p.is_default AND p.lower_bound < v_hi AND p.upper_bound > v_lo) THEN
+               WHERE NOT p.is_default AND p.lower_bound <= v_at AND p.upper_bound > v_at) THEN
         RETURN NULL;
     END IF;
+    -- the gap around v_at within the interval: partitions never overlap
+    SELECT greatest(v_lo, max(p.upper_bound)) INTO v_lo FROM simhash_partitions() p
+    WHERE NOT p.is_default AND p.upper_bound <= v_at;
+    SELECT least(v_hi, min(p.lower_bound)) INTO v_hi FROM simhash_partitions() p
+    WHERE NOT p.is_default AND p.lower_bound > v_at;
+    v_name := 'simhash_documents_p' || to_char(v_lo AT TIME ZONE 'UTC', 'YYYYMMDD')
+              || CASE WHEN (v_lo AT TIME ZONE 'UTC')::time = '00:00' THEN ''
+                      ELSE to_char(v_lo AT TIME ZONE 'UTC', '_HH24MISS') END;
     SELECT p.partition INTO v_default FROM simhash_partitions() p WHERE p.is_default;
     IF v_default IS NOT NULL THEN
         EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE created_at >= $1 AND created_at < $2)',
@@ -86,15 +137,20 @@ BEGIN
 END
 $$;
 
--- Make the daily partitions from today (UTC) to today + days_ahead that do
--- not exist yet; returns the ones made. Idempotent, safe to run at once from
--- several sessions (they take turns). The store runs it on open when it has
--- a retention window, `simhash-pg purge` before purging.
-CREATE OR REPLACE FUNCTION simhash_ensure_partitions(days_ahead integer DEFAULT 2)
+-- Make the partitions that hold every UTC day from today to today +
+-- days_ahead (by default tomorrow: one empty partition ahead, as each costs
+-- every search), those missing; returns the ones made. Weekly or monthly, the
+-- next interval's partition is made only once it is days_ahead away.
+-- Idempotent, safe to run at once from several sessions (they take turns).
+-- The store runs it on open when it has a retention window, `simhash-pg
+-- purge` before purging (simhash_pg.store.retention.DAYS_AHEAD days ahead).
+CREATE OR REPLACE FUNCTION simhash_ensure_partitions(days_ahead integer DEFAULT 1,
+                                                     p_interval text DEFAULT NULL)
 RETURNS SETOF text
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_today date := (now() AT TIME ZONE 'UTC')::date;
+    v_interval text := coalesce(p_interval, simhash_partition_interval());
     v_name text;
 BEGIN
     IF days_ahead IS NULL OR days_ahead < 0 OR days_ahead > 366 THEN
@@ -102,11 +158,41 @@ BEGIN
             coalesce(days_ahead::text, 'NULL') USING ERRCODE = '22023';
     END IF;
     FOR d IN 0..days_ahead LOOP
-        v_name := simhash_create_partition(v_today + d);
+        v_name := simhash_create_partition(v_today + d, v_interval);
         IF v_name IS NOT NULL THEN
             RETURN NEXT v_name;
         END IF;
     END LOOP;
+END
+$$;
+
+-- Record the store's partition interval and lay out the partitions ahead by
+-- it: the empty partitions of today and later (made ahead under the old
+-- interval) are dropped, then made again as simhash_ensure_partitions does.
+-- A partition holding rows stays, and the new interval's partitions fill the
+-- gaps beside it. Returns the partitions made.
+CREATE OR REPLACE FUNCTION simhash_set_partition_interval(p_interval text,
+                                                          days_ahead integer DEFAULT 1)
+RETURNS SETOF text
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    r record;
+    v_empty boolean;
+BEGIN
+    PERFORM simhash_partition_bounds(now(), p_interval);  -- the interval's name, checked
+    PERFORM pg_advisory_xact_lock(1397246981, 0);
+    INSERT INTO simhash_meta (name, value) VALUES ('partition_interval', to_jsonb(p_interval))
+    ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value;
+    -- the parent first, as every insert locks it before its partition: no deadlock
+    LOCK TABLE simhash_documents IN ACCESS EXCLUSIVE MODE;
+    FOR r IN SELECT p.partition::text AS name FROM simhash_partitions() p
+             WHERE NOT p.is_default AND p.upper_bound > now() LOOP
+        EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM %s)', r.name) INTO v_empty;
+        IF v_empty THEN
+            EXECUTE format('DROP TABLE %s', r.name);
+        END IF;
+    END LOOP;
+    RETURN QUERY SELECT simhash_ensure_partitions(days_ahead, p_interval);
 END
 $$;
 
@@ -159,8 +245,9 @@ END
 $$;
 
 REVOKE EXECUTE ON FUNCTION
-    simhash_create_partition(date),
-    simhash_ensure_partitions(integer),
+    simhash_create_partition(date, text),
+    simhash_ensure_partitions(integer, text),
+    simhash_set_partition_interval(text, integer),
     simhash_drop_partitions(interval)
 FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION simhash_partitions() TO simhash_reader;
