@@ -140,4 +140,25 @@ def test_serve_bench_runs_both_paths(pg_dsn: str, capsys: pytest.CaptureFixture[
     for workload in ("near fp x100", "add fp"):
         rows = [line.split() for line in out.splitlines() if line.startswith(workload)]
         assert [r[len(workload.split())] for r in rows] == ["python", "http"], out
-        assert rows[1][-1].endswith("x") and float(rows[1][-1][:-1]) > 0, out
+        assert rows[1][-2].endswith("x") and float(rows[1][-2][:-1]) > 0, out
+        assert [r[-1] for r in rows] == ["0", "0"], out  # errors
+
+
+def test_bench_client_reads_every_response_and_reconnects(pg_dsn: str) -> None:
+    """The bench's raw client: keep-alive, statuses as sent, a closed connection reopened."""
+    from lab.bench._http import RawClient, encode_post
+
+    with served(pg_dsn, "--max-body", "1024", token="s3cret") as server:
+        http = RawClient(server.url)
+        near = encode_post(http.host, "/v1/near", {"fingerprint": 12345})
+        status, body = http.send(near)
+        assert status == 200 and json.loads(body) == {"matches": []}
+        sock = http._sock
+        assert http.send(near)[0] == 200 and http._sock is sock  # kept alive
+        status, body = http.send(encode_post(http.host, "/v1/documents", {"fingerprint": 1}))
+        assert status == 401 and json.loads(body)["error"] == "unauthorized"
+        # a 413 is answered unread with Connection: close; the next request reconnects
+        status, body = http.send(encode_post(http.host, "/v1/near", {"text": "x" * 2000}))
+        assert status == 413 and http._sock is None, body
+        assert http.send(near)[0] == 200
+        http.close()
