@@ -140,8 +140,9 @@ def test_serve_bench_runs_both_paths(pg_dsn: str, capsys: pytest.CaptureFixture[
     for workload in ("near fp x100", "add fp"):
         rows = [line.split() for line in out.splitlines() if line.startswith(workload)]
         assert [r[len(workload.split())] for r in rows] == ["python", "http"], out
-        assert rows[1][-2].endswith("x") and float(rows[1][-2][:-1]) > 0, out
-        assert [r[-1] for r in rows] == ["0", "0"], out  # errors
+        assert rows[1][-3].endswith("x") and float(rows[1][-3][:-1]) > 0, out
+        assert [r[-2] for r in rows] == ["0", "0"], out  # errors
+        assert all(float(r[-1]) > 0 for r in rows), out  # the callers' CPU per call
 
 
 def test_bench_client_reads_every_response_and_reconnects(pg_dsn: str) -> None:
