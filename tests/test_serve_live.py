@@ -132,6 +132,16 @@ def test_readme_curl_examples_run_as_written(pg_dsn: str) -> None:
                 assert [m["key"] for m in data["matches"]] == ["a"]
 
 
+@pytest.mark.parametrize("flag", [(), ("--access-log",)], ids=["default", "access-log"])
+def test_no_access_log_unless_asked(pg_dsn: str, tmp_path: Any, flag: tuple[str, ...]) -> None:
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out, served(pg_dsn, "--log-level", "info", *flag,
+                                       log=out) as server:
+        assert httpx.post(server.url + "/v1/near", json={"fingerprint": 1}).status_code == 200
+    lines = [line for line in log.read_text().splitlines() if "POST /v1/near" in line]
+    assert len(lines) == (1 if flag else 0), log.read_text()
+
+
 def test_serve_bench_runs_both_paths(pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
     from lab.bench.serve import _run
 
