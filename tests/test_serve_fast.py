@@ -72,17 +72,27 @@ def test_valid_requests_are_answered_as_the_store_answers(client: TestClient,
     assert json.loads(body) == {"results": [{"matches": want}, {"matches": []}]}
 
 
+DEEP = b'{"text": "a", "meta": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+
+
 @pytest.mark.parametrize(("path", "body", "headers", "content_type"), [
     ("/v1/near", b'{"fingerprint": 1, "k": 99}', (), b"application/json"),  # out of range
     ("/v1/near", b'{"fingerprint": 1', (), b"application/json"),  # not JSON
     ("/v1/near", b'{"text": "\xff"}', (), b"application/json"),  # not UTF-8
+    ("/v1/near", DEEP, (), b"application/json"),  # past the parser's recursion limit
     ("/v1/near", b'{"fingerprint": 1}', (), b"text/plain"),  # FastAPI's to judge
     ("/v1/documents", b'{"fingerprint": 1}', (), b"application/json"),  # no token
     ("/v1/documents", b'{"fingerprint": 1}', ((b"authorization", b"Bearer nope"),),
      b"application/json"),
-])
+], ids=["k-out-of-range", "not-json", "not-utf8", "deep", "text-plain", "no-token",
+        "wrong-token"])
 def test_the_rest_is_handed_on_unchanged(client: TestClient, path: str, body: bytes,
                                          headers: tuple[tuple[bytes, bytes], ...],
                                          content_type: bytes) -> None:
     status, answer, handed = _call(client.app, path, body, *headers, content_type=content_type)
     assert (status, answer, handed) == (299, b"inner", [body])
+
+
+def test_too_deep_a_body_is_a_4xx(client: TestClient) -> None:
+    r = client.post("/v1/near", content=DEEP, headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"] == "bad_request", r.text
