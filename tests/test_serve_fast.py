@@ -96,3 +96,11 @@ def test_the_rest_is_handed_on_unchanged(client: TestClient, path: str, body: by
 def test_too_deep_a_body_is_a_4xx(client: TestClient) -> None:
     r = client.post("/v1/near", content=DEEP, headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["error"] == "bad_request", r.text
+
+
+def test_a_token_beyond_ascii_is_judged_by_fastapi(pg_dsn: str) -> None:
+    """Starlette reads headers as latin-1: FastAPI, not a byte comparison, decides."""
+    body = b'{"fingerprint": 1}'
+    with make_client(pg_dsn, token="s3cr\u00e9t") as client:
+        sent = (b"authorization", "Bearer s3cr\u00e9t".encode())
+        assert _call(client.app, "/v1/documents", body, sent)[2] == [body]

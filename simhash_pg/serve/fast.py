@@ -107,7 +107,10 @@ class FastPath:
         if token is None or not (write or state.settings.token_for_reads):
             return True
         scheme, _, given = (authorization or b"").partition(b" ")
-        return scheme.lower() == b"bearer" and secrets.compare_digest(given, token.encode())
+        # ASCII only: Starlette reads a header as latin-1, so FastAPI's check of
+        # other bytes may differ from a plain comparison; it judges those itself
+        return (scheme.lower() == b"bearer" and given.isascii()
+                and secrets.compare_digest(given, token.encode()))
 
     @staticmethod
     def _parse(model: type[BaseModel], body: bytes) -> BaseModel | None:
