@@ -132,6 +132,16 @@ def test_readme_curl_examples_run_as_written(pg_dsn: str) -> None:
                 assert [m["key"] for m in data["matches"]] == ["a"]
 
 
+@pytest.mark.parametrize("flag", [(), ("--access-log",)], ids=["default", "access-log"])
+def test_no_access_log_unless_asked(pg_dsn: str, tmp_path: Any, flag: tuple[str, ...]) -> None:
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out, served(pg_dsn, "--log-level", "info", *flag,
+                                       log=out) as server:
+        assert httpx.post(server.url + "/v1/near", json={"fingerprint": 1}).status_code == 200
+    lines = [line for line in log.read_text().splitlines() if "POST /v1/near" in line]
+    assert len(lines) == (1 if flag else 0), log.read_text()
+
+
 def test_serve_bench_runs_both_paths(pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
     from lab.bench.serve import _run
 
@@ -140,4 +150,26 @@ def test_serve_bench_runs_both_paths(pg_dsn: str, capsys: pytest.CaptureFixture[
     for workload in ("near fp x100", "add fp"):
         rows = [line.split() for line in out.splitlines() if line.startswith(workload)]
         assert [r[len(workload.split())] for r in rows] == ["python", "http"], out
-        assert rows[1][-1].endswith("x") and float(rows[1][-1][:-1]) > 0, out
+        assert rows[1][-3].endswith("x") and float(rows[1][-3][:-1]) > 0, out
+        assert [r[-2] for r in rows] == ["0", "0"], out  # errors
+        assert all(float(r[-1]) > 0 for r in rows), out  # the callers' CPU per call
+
+
+def test_bench_client_reads_every_response_and_reconnects(pg_dsn: str) -> None:
+    """The bench's raw client: keep-alive, statuses as sent, a closed connection reopened."""
+    from lab.bench._http import RawClient, encode_post
+
+    with served(pg_dsn, "--max-body", "1024", token="s3cret") as server:
+        http = RawClient(server.url)
+        near = encode_post(http.host, "/v1/near", {"fingerprint": 12345})
+        status, body = http.send(near)
+        assert status == 200 and json.loads(body) == {"matches": []}
+        sock = http._sock
+        assert http.send(near)[0] == 200 and http._sock is sock  # kept alive
+        status, body = http.send(encode_post(http.host, "/v1/documents", {"fingerprint": 1}))
+        assert status == 401 and json.loads(body)["error"] == "unauthorized"
+        # a 413 is answered unread with Connection: close; the next request reconnects
+        status, body = http.send(encode_post(http.host, "/v1/near", {"text": "x" * 2000}))
+        assert status == 413 and http._sock is None, body
+        assert http.send(near)[0] == 200
+        http.close()

@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import IO
 
 import httpx
 
@@ -50,8 +51,12 @@ class Served:
 
 @contextlib.contextmanager
 def served(dsn: str, *args: str, workers: int = 1, token: str | None = None,
-           start_timeout: float = 60.0) -> Iterator[Served]:
-    """Run ``simhash-pg serve --dsn DSN --workers N ARGS...`` until the block ends."""
+           start_timeout: float = 60.0, log: IO[bytes] | None = None) -> Iterator[Served]:
+    """Run ``simhash-pg serve --dsn DSN --workers N ARGS...`` until the block ends.
+
+    Its output (uvicorn's log: stderr; its access log: stdout) goes to ``log``
+    (a file), else to this process's.
+    """
     port = free_port()
     env = {k: v for k, v in os.environ.items()
            if k not in ("SIMHASH_PG_TOKEN", "SIMHASH_PG_DSN", "SIMHASH_PG_SERVE_SETTINGS")}
@@ -59,7 +64,8 @@ def served(dsn: str, *args: str, workers: int = 1, token: str | None = None,
         env["SIMHASH_PG_TOKEN"] = token
     cmd = [sys.executable, "-m", "simhash_pg.cli", "serve", "--dsn", dsn, "--port", str(port),
            "--workers", str(workers), "--log-level", "warning", *args]
-    process = subprocess.Popen(cmd, env=env, start_new_session=True)
+    process = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=log,
+                               stderr=log)
     server = Served(f"http://127.0.0.1:{port}", process)
     try:
         deadline = time.monotonic() + start_timeout

@@ -3,8 +3,8 @@
 A throwaway server (or --dsn, EMPTIED) is filled with --n fingerprints by
 COPY, then ``simhash-pg serve --workers W`` starts on a free loopback port.
 For each workload, first the Python API (W processes, a SimhashStore each,
-calls back to back), then HTTP (--clients processes, a keep-alive httpx
-client each, against the W workers), each for --seconds after a warm-up:
+calls back to back), then HTTP (--clients processes, a keep-alive
+connection each, against the W workers), each for --seconds after a warm-up:
 
 - ``near fp``: near(fingerprint), k = 3, of stored fingerprints with 0-3 bits flipped;
 - ``near fp x100``: the same, 100 a call: near_many, ``/v1/near/batch`` (req/s
@@ -14,8 +14,18 @@ client each, against the W workers), each for --seconds after a warm-up:
 - ``add text``: add(text) of new random texts (verified, their texts kept).
 
 requests/s: completed calls of all processes / the window; p50 and p99:
-each call's latency as its caller saw it. The client processes share the
+each call's latency as its caller saw it; caller us: the CPU time the
+calling processes spent per call in the window (the Python API's: the
+store's own work; HTTP's: the load generator's). The client processes share the
 machine's cores with the server's workers, as on one box they would.
+
+The HTTP clients are minimal (lab/bench/_http.py: one socket, requests
+encoded before the clock starts, a response read as status, Content-Length
+and body) because the Python API side has no client at all: with httpx the
+clients spent more CPU per request than the server, on the cores the server
+needed, and that was measured as the server's slowness. Every response's
+status is still checked: a request that fails or gets anything but 200 is
+counted in ``errors``, and a run with errors says so and exits non-zero.
 """
 
 from __future__ import annotations
@@ -60,25 +70,34 @@ def _inputs(workload: str, rnd: random.Random, count: int) -> list[Any]:
 def _client(args: tuple[str, str, str, int, float, Any, Any]) -> None:
     via, target, workload, seed, seconds, barrier, out = args
     rnd = random.Random(seed)
-    items: list[Any] = _inputs(workload, rnd, 4000 if workload.endswith("text") else 200_000)
+    # enough not to repeat within a window (a client makes < 10k calls/s)
+    items: list[Any] = _inputs(workload, rnd, 4000 if workload.endswith("text")
+                               else max(20_000, int(seconds * 10_000)))
     add = workload.startswith("add")
     field = "text" if workload.endswith("text") else "fingerprint"
     if workload == "near fp x100":
         items = [items[i:i + BATCH] for i in range(0, len(items), BATCH)]
+    errors: list[str] = []
     if via == "http":
-        import httpx
+        from lab.bench._http import RawClient, encode_post
 
-        http = httpx.Client(base_url=target, timeout=60)
+        http = RawClient(target)
         path = "/v1/documents" if add else "/v1/near"
         if workload == "near fp x100":
             path = "/v1/near/batch"
+        # encoded before the clock starts: the window measures the server
+        items = [encode_post(http.host, path, {"docs": [{field: f} for f in x]}
+                             if path == "/v1/near/batch" else {field: x}) for x in items]
 
-        def call(x: Any) -> None:
-            body = ({"docs": [{field: f} for f in x]} if path == "/v1/near/batch"
-                    else {field: x})
-            r = http.post(path, json=body)
-            if r.status_code != 200:
-                raise RuntimeError(f"{path}: {r.status_code} {r.text[:200]}")
+        def call(request: bytes) -> None:
+            try:
+                status, body = http.send(request)
+            except OSError as exc:  # counted, and the next call reconnects
+                http.close()
+                errors.append(f"{path}: {type(exc).__name__}: {exc}")
+                return
+            if status != 200:
+                errors.append(f"{path}: {status} {body[:200]!r}")
     else:
         from simhash_pg.store import SimhashStore
 
@@ -91,22 +110,27 @@ def _client(args: tuple[str, str, str, int, float, Any, Any]) -> None:
         pos += 1
     barrier.wait()
     lat: list[float] = []
+    cpu = time.process_time()
     start = time.perf_counter()
     end = start + seconds
     while (t := time.perf_counter()) < end:
         call(items[pos % len(items)])
         lat.append((time.perf_counter() - t) * 1000)
         pos += 1
-    out.put((len(lat), time.perf_counter() - start, lat))
+    out.put((len(lat), time.perf_counter() - start, lat, errors, time.process_time() - cpu))
 
 
 def measure(via: str, target: str, workload: str, procs: int, seconds: float,
-            seed: int) -> dict[str, float]:
+            seed: int) -> dict[str, Any]:
+    """requests/s, p50/p99 (ms), the errors (warm-up's too) and the callers' CPU per call (us)
+    of ``procs`` clients."""
     results = run_clients(_client, [(via, target, workload, seed + 7919 * i, seconds)
                                     for i in range(procs)], seconds)
     lat = [x for r in results for x in r[2]]
     return {"rps": sum(r[0] for r in results) / max(r[1] for r in results),
-            "p50": pct(lat, 50), "p99": pct(lat, 99), "n": len(lat)}
+            "p50": pct(lat, 50), "p99": pct(lat, 99), "n": len(lat),
+            "errors": [e for r in results for e in r[3]],
+            "cpu_us": sum(r[4] for r in results) / max(1, len(lat)) * 1e6}
 
 
 @click.command("serve")
@@ -161,14 +185,21 @@ def _run(dsn: str, n: int, workers: int, clients: int, seconds: float,
     echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores; loaded and warmed "
          f"({warmed}) in {time.perf_counter() - t:.1f} s")
     head = (f"{'workload':<12} {'via':<7} {'procs':>5} {'req/s':>8} {'p50 ms':>7} "
-            f"{'p99 ms':>7} {'http/py':>7}")
+            f"{'p99 ms':>7} {'http/py':>7} {'errors':>6} {'caller us':>9}")
     echo(head)
     echo("-" * len(head))
+    failed: list[str] = []
     with served(dsn, "--pool-size", str(max(4, clients)), workers=workers) as server:
         for w in workloads:
             py = measure("python", dsn, w, workers, seconds, seed)
             echo(f"{w:<12} {'python':<7} {workers:>5} {py['rps']:>8.0f} {py['p50']:>7.2f} "
-                 f"{py['p99']:>7.2f}")
+                 f"{py['p99']:>7.2f} {'':>7} {len(py['errors']):>6} {py['cpu_us']:>9.0f}")
             http = measure("http", server.url, w, clients, seconds, seed + 1)
             echo(f"{w:<12} {'http':<7} {clients:>5} {http['rps']:>8.0f} {http['p50']:>7.2f} "
-                 f"{http['p99']:>7.2f} {http['rps'] / py['rps']:>6.2f}x")
+                 f"{http['p99']:>7.2f} {http['rps'] / py['rps']:>6.2f}x {len(http['errors']):>6} "
+                 f"{http['cpu_us']:>9.0f}")
+            failed += http["errors"]
+    if failed:  # figures of a run with failed requests are not the server's: say so, and fail
+        for message in sorted(set(failed))[:5]:
+            echo(f"error: {message}", err=True)
+        raise click.ClickException(f"{len(failed)} HTTP requests failed")

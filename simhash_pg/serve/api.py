@@ -63,11 +63,28 @@ def _matches(found: list[Match]) -> NearOut:
                             for m in found])
 
 
+def run_add(store: SimhashStore, body: AddIn) -> AddResult:
+    """POST /v1/documents's work (here and in serve/fast.py: one definition)."""
+    return store.add(body.document(), key=body.key, meta=body.meta, dedup=body.dedup)
+
+
+def run_near(store: SimhashStore, body: NearIn) -> NearOut:
+    """POST /v1/near's work."""
+    return _matches(store.near(body.document(), k=body.k, limit=body.limit))
+
+
+def run_near_batch(store: SimhashStore, body: NearBatchIn) -> NearBatchOut:
+    """POST /v1/near/batch's work."""
+    found = store.near_many([d.document() for d in body.docs], k=body.k)
+    return NearBatchOut(results=[_matches(m[:body.limit]) for m in found])
+
+
+# serve/fast.py answers these routes' valid, authorised requests itself;
+# the endpoints below answer the rest, and make the OpenAPI schema.
 @router.post("/documents", dependencies=writes, response_model=AddOut,
              summary="Add a document, unless it near-duplicates a stored one")
 async def add(body: AddIn, request: Request) -> AddOut:
-    result = await with_store(request, lambda store: store.add(
-        body.document(), key=body.key, meta=body.meta, dedup=body.dedup))
+    result = await with_store(request, lambda store: run_add(store, body))
     request.app.state.metrics.count_adds([result])
     return add_out(result)
 
@@ -88,16 +105,13 @@ async def add_batch(body: BatchAddIn, request: Request) -> list[AddOut]:
 @router.post("/near", dependencies=reads, response_model=NearOut,
              summary="Stored documents near a text or fingerprint, nearest first")
 async def near(body: NearIn, request: Request) -> NearOut:
-    return _matches(await with_store(request, lambda store: store.near(
-        body.document(), k=body.k, limit=body.limit)))
+    return await with_store(request, lambda store: run_near(store, body))
 
 
 @router.post("/near/batch", dependencies=reads, response_model=NearBatchOut,
              summary="near for many queries (near_many), in query order")
 async def near_batch(body: NearBatchIn, request: Request) -> NearBatchOut:
-    queries = [d.document() for d in body.docs]
-    found = await with_store(request, lambda store: store.near_many(queries, k=body.k))
-    return NearBatchOut(results=[_matches(m[:body.limit]) for m in found])
+    return await with_store(request, lambda store: run_near_batch(store, body))
 
 
 @router.get("/documents/{key:path}", dependencies=reads, response_model=DocumentOut,

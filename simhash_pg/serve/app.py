@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from simhash_pg.serve import api, errors, web
 from simhash_pg.serve.deps import ServeState, get_state
+from simhash_pg.serve.fast import FastPath
 from simhash_pg.serve.limits import BodyLimit
 from simhash_pg.serve.metrics import CONTENT_TYPE, Metrics
 from simhash_pg.serve.settings import Settings
@@ -72,7 +73,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def metrics_endpoint() -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
-    # outermost first: the metrics see every answer, the 413s included
+    # added innermost first: the metrics see every answer, the 413s included;
+    # the fast path (serve/fast.py) sees only bodies within the limit
+    app.add_middleware(FastPath)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(_Timing, metrics=metrics)
     return app
