@@ -404,3 +404,20 @@ def test_verify_option(dsn: str) -> None:
     assert [m["key"] for m in found] == ["t1"] and found[0]["distance"] > 3
     assert "no stored document" in run("near", b, "--verify", "off", dsn=dsn).stdout
     run("near", b, "--verify", "maybe", dsn=dsn, check=2)
+
+
+@pytest.mark.parametrize("token", ["s3cr\u00e9t", "two words", "a:b", "=abc"])
+def test_serve_refuses_a_token_no_client_can_send(token: str) -> None:
+    # refused before any server is started or store opened (no --dsn needed)
+    proc = run("serve", "--token", token, check=2)
+    assert "--token: the token may hold only ASCII letters" in proc.stderr, proc.stderr
+
+
+def test_serve_settings_take_bearer_tokens_only() -> None:
+    from simhash_pg.serve.settings import Settings, check_token
+
+    for good in ("s3cret", "abc-DEF_0.9~+/", "YWJj=="):
+        check_token(good)
+    for bad in ("s3cr\u00e9t", "a b", " ", "x\n"):
+        with pytest.raises(ValueError, match="token"):
+            Settings(dsn="postgresql:///x", token=bad)

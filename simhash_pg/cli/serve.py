@@ -71,8 +71,12 @@ def command(host: str, port: int, dsn: str | None, workers: int, token: str | No
     import uvicorn
 
     from simhash_pg.cli.common import fail, open_store
-    from simhash_pg.serve.settings import Settings
+    from simhash_pg.serve.settings import Settings, check_token
 
+    try:
+        check_token(token or None)  # before a server is started or a store opened
+    except ValueError as exc:
+        raise click.UsageError(f"--token: {exc}") from None
     if token_for_reads and not token:
         raise click.UsageError(f"--token-for-reads needs --token (or ${TOKEN_ENV})")
     if not _loopback(host) and not token:

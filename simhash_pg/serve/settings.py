@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,13 +14,30 @@ from simhash_pg.store.locking import DEFAULT_LOCK_TIMEOUT
 from simhash_pg.store.results import OnDuplicate
 from simhash_pg.verify import VerifyMode
 
-__all__ = ["SETTINGS_ENV", "TOKEN_ENV", "Settings"]
+__all__ = ["SETTINGS_ENV", "TOKEN_ENV", "Settings", "check_token"]
 
 # uvicorn starts ``--workers N`` processes that import the app themselves:
 # the CLI hands them its settings in SETTINGS_ENV (never the token) and the
 # token in TOKEN_ENV, which is also where a user may put it.
 SETTINGS_ENV = "SIMHASH_PG_SERVE_SETTINGS"
 TOKEN_ENV = "SIMHASH_PG_TOKEN"
+
+
+def check_token(token: str | None) -> None:
+    """Raise ValueError unless ``token`` is None or a bearer token a client can send."""
+    if token is None:
+        return
+    if not token.strip():
+        raise ValueError("the token must not be empty")
+    if not _BEARER_TOKEN.fullmatch(token):
+        # a header carries bytes that Starlette reads as latin-1: a token
+        # beyond the bearer syntax could never be sent and matched
+        raise ValueError("the token may hold only ASCII letters, digits and -._~+/ "
+                         "(then '=' padding), the bearer token syntax of RFC 6750")
+
+
+# RFC 6750's b64token: what an Authorization: Bearer header can carry.
+_BEARER_TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 
 
 @dataclass(frozen=True)
@@ -55,8 +73,7 @@ class Settings:
         check_verify(self.verify)
         check_on_duplicate(self.on_duplicate)
         check_lock_timeout(self.lock_timeout)
-        if self.token is not None and not self.token.strip():
-            raise ValueError("the token must not be empty")
+        check_token(self.token)
         if self.token_for_reads and self.token is None:
             raise ValueError("token_for_reads needs a token")
         for name in ("max_body_bytes", "pool_min", "pool_max"):
