@@ -11,6 +11,7 @@ Every other module converts through these functions, never by hand.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import numpy as np
@@ -27,6 +28,7 @@ __all__ = [
     "check_fingerprint",
     "hamming",
     "hamming_array",
+    "parse_fingerprint",
     "to_signed",
     "to_unsigned",
 ]
@@ -55,6 +57,20 @@ def check_fingerprint(fp: object) -> int:
             f"(0 <= fp < 2**64); use to_unsigned() for a signed bigint column value"
         )
     return value
+
+
+_FP_TEXT = re.compile(r"0[xX][0-9a-fA-F]{1,16}|[0-9]{1,20}")
+
+
+def parse_fingerprint(text: str) -> int:
+    """A fingerprint written as decimal digits or 0x-hex (the CLI's and the API's form).
+
+    Raises ValueError naming the problem: not that form, or out of range.
+    """
+    if not isinstance(text, str) or not _FP_TEXT.fullmatch(text):
+        raise ValueError(f"a fingerprint is decimal digits or 0x-hex (at most 16 hex "
+                         f"digits), got {text!r}")
+    return check_fingerprint(int(text, 0) if text[1:2] in ("x", "X") else int(text, 10))
 
 
 def to_signed(fp: int) -> int:

@@ -116,3 +116,25 @@ def test_to_signed_list_rejects_out_of_range() -> None:
         to_signed_list([2**64])
     with pytest.raises(OverflowError):
         to_signed_list([-1])
+
+
+@given(u64)
+def test_parse_fingerprint_reads_decimal_and_hex(fp: int) -> None:
+    from simhash_pg.bits import parse_fingerprint
+
+    assert parse_fingerprint(str(fp)) == parse_fingerprint(hex(fp)) == fp
+    assert parse_fingerprint(f"0X{fp:016X}") == fp
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("", "decimal digits or 0x-hex"), ("-1", "decimal digits or 0x-hex"),
+    ("1.5", "decimal digits or 0x-hex"), ("0o17", "decimal digits or 0x-hex"),
+    ("1_000", "decimal digits or 0x-hex"), (" 12", "decimal digits or 0x-hex"),
+    ("0x", "decimal digits or 0x-hex"), ("0x" + "f" * 17, "at most 16 hex digits"),
+    (str(2**64), "out of range"), ("99999999999999999999", "out of range"),
+])
+def test_parse_fingerprint_names_the_problem(bad: str, message: str) -> None:
+    from simhash_pg.bits import parse_fingerprint
+
+    with pytest.raises(ValueError, match=message):
+        parse_fingerprint(bad)

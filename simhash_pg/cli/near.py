@@ -6,6 +6,7 @@ import json
 
 import click
 
+from simhash_pg.bits import parse_fingerprint
 from simhash_pg.cli.common import as_dict, echo_json, fail, open_store, text_of
 from simhash_pg.cli.options import SchemeSpec, json_flag, store_options, text_or_file
 
@@ -26,10 +27,9 @@ def command(text: str | None, file: str | None, fp: str | None, limit: int | Non
         if text is not None or file is not None:
             raise click.UsageError("give TEXT, --file or --fingerprint, not several")
         try:
-            query = int(fp, 0)
+            query = parse_fingerprint(fp)
         except ValueError as exc:
-            raise click.BadParameter("expected an integer or 0x-hex",
-                                     param_hint="--fingerprint") from exc
+            raise click.BadParameter(str(exc), param_hint="--fingerprint") from None
     else:
         query = text_of(text, file)
     with open_store(dsn, scheme, k, verify, read_only=True) as store:

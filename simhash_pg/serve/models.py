@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from simhash_pg.bits import check_fingerprint
+from simhash_pg.bits import check_fingerprint, parse_fingerprint
 from simhash_pg.store.checks import MAX_K
 
 __all__ = [
@@ -57,10 +57,7 @@ def _fingerprint(value: int | str | None) -> int | None:
     if value is None:
         return None
     if isinstance(value, str):
-        try:
-            value = int(value, 16) if value[:2].lower() == "0x" else int(value, 10)
-        except ValueError:
-            raise ValueError("a fingerprint string must be 0x-hex or decimal digits") from None
+        return parse_fingerprint(value)
     return check_fingerprint(value)
 
 
