@@ -28,6 +28,7 @@ from __future__ import annotations
 import multiprocessing
 import random
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -51,7 +52,9 @@ def _sentences(words: list[str]) -> str:
                      for j in range(0, len(words), 12)) + "."
 
 
-def edit(rnd: random.Random, words: list[str], edits: int) -> list[str]:
+def edit(rnd: random.Random, words: list[str], edits: int,
+         vocab: Sequence[str] = _VOCAB) -> list[str]:
+    """``edits`` random token edits (drop, add or replace a token drawn from ``vocab``)."""
     w = list(words)
     for _ in range(edits):
         i = rnd.randrange(len(w))
@@ -59,9 +62,9 @@ def edit(rnd: random.Random, words: list[str], edits: int) -> list[str]:
         if op == "drop" and len(w) > 10:
             del w[i]
         elif op == "add":
-            w.insert(i, rnd.choice(_VOCAB))
+            w.insert(i, rnd.choice(vocab))
         else:
-            w[i] = rnd.choice(_VOCAB)
+            w[i] = rnd.choice(vocab)
     return w
 
 
@@ -100,17 +103,7 @@ def edit_text(rnd: random.Random, text: str, edits: int) -> str:
     """A real text with ``edits`` token edits: words where it has spaces, else characters."""
     spaced = text.count(" ") * 20 > len(text)
     tokens = text.split(" ") if spaced else list(text)
-    vocab = tokens[:]
-    for _ in range(edits):
-        i = rnd.randrange(len(tokens))
-        op = rnd.choice(("drop", "add", "replace"))
-        if op == "drop" and len(tokens) > 10:
-            del tokens[i]
-        elif op == "add":
-            tokens.insert(i, rnd.choice(vocab))
-        else:
-            tokens[i] = rnd.choice(vocab)
-    return (" " if spaced else "").join(tokens)
+    return (" " if spaced else "").join(edit(rnd, tokens, edits, vocab=tokens))
 
 
 def _client_text(rnd: random.Random, fams: list[list[list[str]]]) -> str:
