@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import numpy.typing as npt
 
 from simhash_pg.verify.jaccard import distinct_sorted, is_short, shingles
 
@@ -61,54 +60,16 @@ def overlap(a_norm: str, b_norm: str, n: int | None = None) -> float:
     size = ngram_for(a_norm, b_norm) if n is None else n
     if size < 1:
         raise ValueError("n must be >= 1")
-    codes = (None if min(len(a_norm), len(b_norm)) < _SMALL
-             else _pair_codes(a_norm, b_norm, size))
-    if codes is None:
+    values = (None if min(len(a_norm), len(b_norm)) < max(_SMALL, size)
+              else _joint_overlaps(a_norm, [b_norm], size))
+    if values is None:
         sa, sb = shingles(a_norm, size), shingles(b_norm, size)
         return len(sa & sb) / max(len(sa), len(sb))
-    ga, gb = codes
-    both = np.concatenate((ga, gb))
-    both.sort()
-    shared = int(np.count_nonzero(both[1:] == both[:-1]))  # each side's codes are distinct
-    return shared / max(len(ga), len(gb))
+    return values[0]
 
 
 # Below this many characters (titles), Python sets beat NumPy's call overhead.
 _SMALL = 64
-
-
-def _pair_codes(
-    a: str, b: str, n: int
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
-    """Both texts' distinct n-grams as integers, or None when they do not fit in 63 bits.
-
-    Code points below 2**(63 // n) (ASCII, Latin, Greek, Cyrillic ... for
-    5-grams) pack as they are; others get dense ids over the pair's joint
-    alphabet (a few hundred to a few thousand), so ``n`` ids of ``bits`` bits
-    each pack into one int64: a bijection with the n-gram strings of this
-    pair, so the overlap is exact.
-    """
-    if len(a) < n or len(b) < n:
-        return None
-    cps = np.frombuffer((a + b).encode("utf-32-le"), dtype="<u4")
-    bits = int(cps.max()).bit_length()
-    if bits * n <= 63:
-        ids = cps.astype(np.int64)
-    else:
-        alphabet = distinct_sorted(cps.astype(np.int64))
-        bits = max(1, int(len(alphabet) - 1).bit_length())
-        if bits * n > 63:
-            return None
-        ids = np.searchsorted(alphabet, cps).astype(np.int64)
-
-    def grams(x: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        m = len(x) - n + 1
-        codes = x[:m].copy()
-        for j in range(1, n):
-            codes = (codes << bits) | x[j : m + j]
-        return distinct_sorted(codes)
-
-    return grams(ids[: len(a)]), grams(ids[len(a) :])
 
 
 def overlap_many(query_norm: str, candidates: Sequence[str]) -> list[float]:
@@ -130,11 +91,9 @@ def overlap_many(query_norm: str, candidates: Sequence[str]) -> list[float]:
             joint.append(j)
         else:
             out[j] = overlap(query_norm, c)
-    if len(joint) == 1:
-        out[joint[0]] = overlap(query_norm, candidates[joint[0]])
-    elif joint:
+    if joint:
         values = _joint_overlaps(query_norm, [candidates[j] for j in joint], DOC_NGRAM)
-        for j, v in zip(joint, values if values is not None else
+        for j, v in zip(joint, values if values is not None else  # too wide: sets
                         [overlap(query_norm, candidates[j]) for j in joint], strict=True):
             out[j] = v
     return out
@@ -143,9 +102,13 @@ def overlap_many(query_norm: str, candidates: Sequence[str]) -> list[float]:
 def _joint_overlaps(q: str, cands: list[str], n: int) -> list[float] | None:
     """Overlaps of ``q`` (>= n chars) with each of ``cands`` (>= n chars each) in one pass.
 
-    Every n-gram is coded as (n-gram, segment) in one int64, segment 0 the
-    query and j + 1 candidate j, and sorted once: equal n-grams are then
-    adjacent, the query's first. None when the codes do not fit in 63 bits.
+    The one coding of n-grams here (a pair is one candidate): code points
+    pack as they are when ``n`` of them fit, else as dense ids over the
+    texts' joint alphabet, so codes are a bijection with the n-gram strings
+    and every overlap is exact. Each n-gram is coded as (n-gram, segment) in
+    one int64, segment 0 the query and j + 1 candidate j, and sorted once:
+    equal n-grams are then adjacent, the query's first. None when the codes
+    do not fit in 63 bits (the caller uses sets).
     """
     texts = [q, *cands]
     lens = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
