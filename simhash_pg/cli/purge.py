@@ -68,7 +68,7 @@ def command(older_than: timedelta, batch_size: int, max_seconds: float | None, d
         try:
             if dry_run:
                 if whole_partitions is None and partition_interval is not None:
-                    whole_partitions = partition_interval != "day"
+                    whole_partitions = retention.whole_partitions_for(partition_interval)
                 cutoff, rows = retention.purge_candidates(
                     store.connection, older_than, whole_partitions=whole_partitions)
                 out = {"cutoff": cutoff.isoformat(), "would_delete": rows}

@@ -40,7 +40,8 @@ import psycopg
 
 from simhash_pg.store import locking
 
-__all__ = ["DEFAULT_PURGE_BATCH", "PurgeResult", "parse_age", "purge", "purge_candidates"]
+__all__ = ["DEFAULT_PURGE_BATCH", "PurgeResult", "parse_age", "purge", "purge_candidates",
+           "whole_partitions_by_default", "whole_partitions_for"]
 
 DEFAULT_PURGE_BATCH = 20_000
 
@@ -150,17 +151,25 @@ _COUNT_WHOLE = (
 _INTERVAL = "SELECT simhash_partition_interval()"
 
 
-def whole_partitions_by_default(conn: Any) -> bool:
-    """Whether a purge keeps the rows of a partly old partition: under weekly or
-    monthly partitions (the recorded interval, revision 0013)."""
-    row = conn.execute(_PARTITIONED).fetchone()
-    if row is None or not row[0]:
+def whole_partitions_for(interval: str) -> bool:
+    """Whether a purge under ``interval`` partitions keeps the rows of a partly old
+    one by default: under weekly and monthly ones (module docstring)."""
+    return interval != "day"
+
+
+def whole_partitions_by_default(conn: Any, partitioned: bool | None = None) -> bool:
+    """:func:`whole_partitions_for` the recorded interval (revision 0013); False on
+    a plain table. ``partitioned``: already known by the caller."""
+    if partitioned is None:
+        row = conn.execute(_PARTITIONED).fetchone()
+        partitioned = row is not None and bool(row[0])
+    if not partitioned:
         return False
     try:
         got = conn.execute(_INTERVAL).fetchone()
     except psycopg.errors.UndefinedFunction:  # before revision 0013: daily
         return False
-    return got is not None and got[0] != "day"
+    return got is not None and whole_partitions_for(got[0])
 
 
 def _delete_batch(conn: Any, cutoff: datetime, batch_size: int) -> int:
@@ -225,10 +234,10 @@ def purge(
     cutoff = _cutoff(conn, _check_older_than(older_than))
     deleted = batches = 0
     dropped: list[str] = []
-    if whole_partitions is None:
-        whole_partitions = whole_partitions_by_default(conn)
     row = conn.execute(_PARTITIONED).fetchone()
     partitioned = row is not None and bool(row[0])
+    if whole_partitions is None:
+        whole_partitions = whole_partitions_by_default(conn, partitioned)
     if partitioned:
         try:
             conn.execute("SELECT simhash_ensure_partitions(%s)", [DAYS_AHEAD]).fetchall()
