@@ -30,7 +30,7 @@ from lab.bench.timing import pct, timed_ms
 from simhash_pg.bits import to_signed_array
 from simhash_pg.db import migrate
 from simhash_pg.store import SimhashStore
-from simhash_pg.store.opening import PartitionInterval
+from simhash_pg.store.retention import PartitionInterval
 
 
 def fill_month(dsn: str, fps: np.ndarray, days: int,

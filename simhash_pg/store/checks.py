@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from simhash_pg.bits import MAX_FINGERPRINT, check_fingerprint
 from simhash_pg.store.results import Doc, OnDuplicate
+from simhash_pg.store.retention import PARTITION_INTERVALS, PartitionInterval
 from simhash_pg.textrules import check_key, check_meta
 from simhash_pg.verify import VERIFY_MODES, VerifyMode
 
@@ -26,6 +27,7 @@ __all__ = [
     "check_lock_timeout",
     "check_meta",
     "check_on_duplicate",
+    "check_partition_interval",
     "check_retention",
     "check_verify",
     "parse_item",
@@ -72,6 +74,13 @@ def check_retention(retention: object) -> timedelta | None:
                                   or retention <= timedelta(0)):
         raise ValueError(f"retention must be a positive timedelta or None, got {retention!r}")
     return retention
+
+
+def check_partition_interval(interval: object) -> PartitionInterval | None:
+    if interval is not None and interval not in PARTITION_INTERVALS:
+        raise ValueError(f"partition_interval must be one of {', '.join(PARTITION_INTERVALS)}"
+                         f" or None, got {interval!r}")
+    return cast("PartitionInterval | None", interval)
 
 
 def check_batch_size(batch_size: object) -> int:

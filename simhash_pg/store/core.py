@@ -48,10 +48,10 @@ from simhash_pg.store.checks import (
     check_lock_timeout,
     check_meta,
     check_on_duplicate,
+    check_partition_interval,
     check_retention,
     check_verify,
 )
-from simhash_pg.store.opening import PartitionInterval
 from simhash_pg.store.results import (
     AddManyResult,
     AddResult,
@@ -61,7 +61,7 @@ from simhash_pg.store.results import (
     OnDuplicate,
     Pair,
 )
-from simhash_pg.store.retention import DEFAULT_PURGE_BATCH
+from simhash_pg.store.retention import DEFAULT_PURGE_BATCH, PartitionInterval
 from simhash_pg.store.stats import table_stats
 from simhash_pg.verify import VerifyMode, VerifyPolicy, VText
 from simhash_pg.verify.candidates import text_and_vtext
@@ -169,7 +169,7 @@ class SimhashStore:
             dsn, engine, scheme=scheme, verify=verify, do_migrate=migrate,
             connect_timeout=connect_timeout, lock_timeout=lock_timeout,
             partitions=retention is not None,
-            partition_interval=opening.check_partition_interval(partition_interval),
+            partition_interval=check_partition_interval(partition_interval),
         )
         self._attach(opened, verify, owns_conn=True)
 

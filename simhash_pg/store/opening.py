@@ -20,7 +20,7 @@ import contextlib
 import json
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -31,7 +31,7 @@ from simhash_pg.store.results import (
     SchemeMismatchError,
     StoreConnectionError,
 )
-from simhash_pg.store.retention import DAYS_AHEAD
+from simhash_pg.store.retention import DAYS_AHEAD, PARTITION_INTERVALS, PartitionInterval
 from simhash_pg.verify import (
     PROBE_CAP,
     PROBE_T,
@@ -56,10 +56,6 @@ __all__ = ["DEFAULT_VERIFY", "PARTITION_INTERVALS", "SCHEMA_HEAD", "Opened",
 DEFAULT_VERIFY: VerifyMode = "all"
 # The schema revision this simhash-pg needs.
 SCHEMA_HEAD = migrate.HEAD
-
-# How long one partition of simhash_documents spans (sql/current/partitions.sql).
-PartitionInterval = Literal["day", "week", "month"]
-PARTITION_INTERVALS: tuple[PartitionInterval, ...] = ("day", "week", "month")
 
 _GET_META = "SELECT value FROM simhash_meta WHERE name = %s"
 _PUT_META = (
@@ -317,13 +313,6 @@ def _ensure_partitions(conn: psycopg.Connection[Any]) -> None:
     """
     with contextlib.suppress(psycopg.Error):
         conn.execute("SELECT simhash_ensure_partitions(%s)", [DAYS_AHEAD]).fetchall()
-
-
-def check_partition_interval(interval: object) -> PartitionInterval | None:
-    if interval is not None and interval not in PARTITION_INTERVALS:
-        raise ValueError(f"partition_interval must be one of {', '.join(PARTITION_INTERVALS)}"
-                         f" or None, got {interval!r}")
-    return cast("PartitionInterval | None", interval)
 
 
 def _ensure_partition_interval(conn: psycopg.Connection[Any], dsn: str,

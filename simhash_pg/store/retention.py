@@ -34,16 +34,30 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import psycopg
 
 from simhash_pg.store import locking
 
-__all__ = ["DEFAULT_PURGE_BATCH", "PurgeResult", "parse_age", "purge", "purge_candidates",
-           "whole_partitions_by_default", "whole_partitions_for"]
+__all__ = [
+    "DEFAULT_PURGE_BATCH",
+    "PARTITION_INTERVALS",
+    "PartitionInterval",
+    "PurgeResult",
+    "parse_age",
+    "purge",
+    "purge_candidates",
+    "whole_partitions_by_default",
+    "whole_partitions_for",
+]
 
 DEFAULT_PURGE_BATCH = 20_000
+
+# How long one partition of simhash_documents spans (revision 0013,
+# sql/current/partitions.sql); recorded per store in simhash_meta.
+PartitionInterval = Literal["day", "week", "month"]
+PARTITION_INTERVALS: tuple[PartitionInterval, ...] = ("day", "week", "month")
 
 _UNITS = {
     "s": 1, "sec": 1, "second": 1, "seconds": 1,
