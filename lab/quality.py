@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +45,11 @@ import numpy.typing as npt
 from lab.evaluation import EvalSet, PairScores, default_eval_dir, load_eval
 from simhash_pg import verify as V
 from simhash_pg.text.schemes import get_scheme
-from simhash_pg.text.signatures import sentence_signature_normalized
+from simhash_pg.text.signatures import (
+    SHARED_SENTENCE_CAP,
+    sentence_keys_normalized,
+    sentences_meet,
+)
 from simhash_pg.text.simhash import Fingerprinter
 
 __all__ = [
@@ -318,11 +323,19 @@ def similarities(ps: PairSet, rule: int = V.RULE_VERSION) -> npt.NDArray[np.floa
 
 
 def signature_matches(ps: PairSet, scheme: Any = None) -> npt.NDArray[np.bool_]:
-    """Whether both sides have the same n-longest-sentences signature."""
+    """Whether the two sides' sentence keys meet (:func:`sentences_meet`): the same
+    n-longest-sentences signature, or a sentence hash in common.
+
+    As in a store holding every text of the set once: a hash more texts hold
+    than :data:`SHARED_SENTENCE_CAP` finds nothing (``simhash_sentence_matches``).
+    """
     fp = Fingerprinter(scheme)
-    sig = {i: sentence_signature_normalized(fp.normalize(t)) for i, t in ps.texts.items()}
+    keys = {i: sentence_keys_normalized(fp.normalize(t)) for i, t in ps.texts.items()}
+    held = Counter(h for _, hs in keys.values() for h in set(hs))
+    common = {h for h, n in held.items() if n > SHARED_SENTENCE_CAP}
+    keys = {i: (s, tuple(h for h in hs if h not in common)) for i, (s, hs) in keys.items()}
     return np.array(
-        [sig[a] is not None and sig[a] == sig[b] for a, b in zip(ps.a, ps.b, strict=True)],
+        [sentences_meet(*keys[a], *keys[b]) for a, b in zip(ps.a, ps.b, strict=True)],
         dtype=bool,
     )
 

@@ -429,12 +429,13 @@ def test_probed_text_add_takes_no_store_wide_exclusive_lock(
             ).fetchall()
     store_locks = [m for c, o, m in held if c == STORE_LOCK and o == 0]
     assert store_locks == ["ShareLock"]
-    # its sentence signature in its own key space (revision 0011), no key lock
+    # its sentence signature (revision 0011) and sentence hashes (0015) in their
+    # own key space, no key lock
     vt = store.policy.prepare(store.fingerprinter.normalize(text))
     sig_locks = {(c, o) for c, o, m in held if c == SIGNATURE_LOCK}
-    assert sig_locks == (set() if vt.sig is None
-                         else {(SIGNATURE_LOCK, signature_lock_key(vt.sig) & 0xFFFFFFFF)})
-    assert title or sig_locks  # the long text has a signature
+    values = ([] if vt.sig is None else [vt.sig]) + list(vt.hashes)
+    assert sig_locks == {(SIGNATURE_LOCK, signature_lock_key(v) & 0xFFFFFFFF) for v in values}
+    assert title or (vt.sig is not None and vt.hashes)  # the long text has both
     assert not [c for c, o, m in held if c == KEY_LOCK]
     blocks = {(c, o) for c, o, m in held if LOCK_BASE <= c < LOCK_BASE + 4}
     k1, k2 = probe_lock_keys([fp], [probes])

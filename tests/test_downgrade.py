@@ -90,6 +90,10 @@ def test_downgrade_to_base_names_the_tables(pg_dsn: str) -> None:
 
 
 def test_downgrade_that_drops_nothing_does_not_ask(pg_dsn: str) -> None:
+    # 0015 -> 0014 drops the sentence hashes: asked about, and refused without --yes
+    proc = cli("db", "downgrade", "0014", dsn=pg_dsn, check=1)
+    assert "sentence_hashes" in proc.stderr and migrate.current(pg_dsn) == migrate.HEAD
+    cli("db", "downgrade", "0014", "--yes", dsn=pg_dsn)
     proc = cli("db", "downgrade", "0006", dsn=pg_dsn)
     assert "schema at revision 0006" in proc.stdout
     assert migrate.current(pg_dsn) == "0006"

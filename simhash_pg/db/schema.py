@@ -73,6 +73,8 @@ documents = Table(
     # revision 0003 (sql/0003_verification.sql): kept per the verify mode
     Column("verify_text", Text, nullable=True),
     Column("sentence_sig", BigInteger, nullable=True),
+    # revision 0015: the hashes of its longest sentences, each a key
+    Column("sentence_hashes", ARRAY(BigInteger), nullable=True),
     # not unique: keys are unique through simhash_keys (revision 0005)
     Index("simhash_documents_key_idx", "key", postgresql_where=text("key IS NOT NULL")),
     # revision 0004 (sql/0004_pair_indexes.sql): (b_i, b_(i+1 mod 4), fingerprint)
@@ -85,6 +87,12 @@ documents = Table(
         "simhash_documents_sentence_sig_idx",
         "sentence_sig",
         postgresql_where=text("sentence_sig IS NOT NULL"),
+    ),
+    Index(
+        "simhash_documents_sentence_hashes_idx",
+        "sentence_hashes",
+        postgresql_using="gin",
+        postgresql_where=text("sentence_hashes IS NOT NULL"),
     ),
     Index(
         "simhash_documents_duplicate_of_idx",

@@ -32,6 +32,7 @@ from simhash_pg.store.batch_index import BatchIndex, EarlierPairs, Hit
 from simhash_pg.store.checks import parse_item
 from simhash_pg.store.pgcopy import copy_documents
 from simhash_pg.store.results import AddResult, OnDuplicate
+from simhash_pg.text.signatures import sentences_meet
 from simhash_pg.verify import VerifyPolicy, VText
 from simhash_pg.verify.candidates import (
     Candidate,
@@ -137,8 +138,8 @@ def add_batch(conn: psycopg.Connection[Any], p: Prepared, o: BatchOptions) -> li
                 radius = max(radius, o.policy.radius(v.text, o.k))
             elif o.probe_locks:
                 probes.append(v.probes)
-                if v.sig is not None and o.policy.signature:
-                    sigs.append(v.sig)
+                if o.policy.signature:
+                    sigs += locking.sentence_lock_values(v)
     # lock=False (a benchmark's comparison) leaves out the near-duplicate
     # locks, never the keys'
     locked = o.dedup and o.lock
@@ -242,15 +243,15 @@ def _decide(p: Prepared, valid: list[int], signed: dict[int, int], verifying: bo
         dup_of = best[1] if best is not None else None
         results[i] = AddResult(new_id, fp, dup_of, best[0] if best else None, True, key=key,
                                duplicate_key=best[2] if best else None)
-        vtext, sig = o.policy.stored_fields(p.vtexts.get(i))
+        vtext, sig, hashes = o.policy.stored_fields(p.vtexts.get(i))
         if pairs is not None:
             pairs.add(t, new_id, key)
         elif o.dedup:
-            index.add(fp, new_id, key, vtext, sig)
+            index.add(fp, new_id, key, vtext, sig, hashes)
         if key is not None:
             batch_keys[key] = i
         rows.append((new_id, key, signed[i], dup_of,
-                     Jsonb(meta) if meta is not None else None, vtext, sig))
+                     Jsonb(meta) if meta is not None else None, vtext, sig, hashes))
     final = [r for r in results if r is not None]
     assert len(final) == len(results)
     return final, rows
@@ -264,13 +265,15 @@ def _in_batch(index: BatchIndex, fp: int, vt: VText, o: BatchOptions) -> Hit | N
         hits = index.probed(fp, vt.probes, max(o.k, o.policy.probe_cap))
     else:
         hits = index.within(fp, o.policy.radius(vt.text, o.k))
-    if vt.sig is not None and o.policy.signature:
+    if o.policy.signature and (vt.sig is not None or vt.hashes):
         seen = {pos for pos, _ in hits}
-        hits += [(pos, d) for pos, d in index.same_signature(fp, vt.sig) if pos not in seen]
+        hits += [(pos, d) for pos, d in index.same_sentences(fp, vt.sig, vt.hashes)
+                 if pos not in seen]
     kept = filter_candidates(
         vt.text,
         (Candidate(index.ids[pos], index.keys[pos], d, None, index.vtexts[pos],
-                   vt.sig is not None and index.sigs[pos] == vt.sig)
+                   bool(o.policy.signature)
+                   and sentences_meet(vt.sig, vt.hashes, index.sigs[pos], index.hashes[pos]))
          for pos, d in hits),
         o.k, o.policy, probed=probed,
     )

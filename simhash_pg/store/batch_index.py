@@ -45,18 +45,24 @@ class BatchIndex:
         # what each row keeps for verification, and the rows by sentence signature
         self.vtexts: list[str | None] = []
         self.sigs: list[int | None] = []
+        self.hashes: list[list[int] | None] = []
         self.by_sig: dict[int, list[int]] = {}
+        self.by_hash: dict[int, list[int]] = {}
 
     def add(self, fp: int, id_: int, key: str | None,
-            vtext: str | None = None, sig: int | None = None) -> None:
+            vtext: str | None = None, sig: int | None = None,
+            hashes: list[int] | None = None) -> None:
         pos = len(self.fps)
         self.fps.append(fp)
         self.ids.append(id_)
         self.keys.append(key)
         self.vtexts.append(vtext)
         self.sigs.append(sig)
+        self.hashes.append(hashes)
         if sig is not None:
             self.by_sig.setdefault(sig, []).append(pos)
+        for h in hashes or ():
+            self.by_hash.setdefault(h, []).append(pos)
         if not self.scan:
             # fp was range-checked already: the unchecked blocks, hot loop
             for i, b in enumerate(raw_blocks(fp)):
@@ -116,9 +122,19 @@ class BatchIndex:
         ok = np.nonzero(hit & (d <= cap))[0]
         return [(int(p), int(d[p])) for p in ok]
 
-    def same_signature(self, fp: int, sig: int) -> list[tuple[int, int]]:
-        """(position, distance) of every row whose sentence signature is ``sig``."""
-        return [(pos, (self.fps[pos] ^ fp).bit_count()) for pos in self.by_sig.get(sig, ())]
+    def same_sentences(
+        self, fp: int, sig: int | None, hashes: tuple[int, ...] | list[int] = ()
+    ) -> list[tuple[int, int]]:
+        """(position, distance) of every row whose sentence signature is ``sig`` or
+        that holds one of ``hashes`` (:func:`simhash_pg.text.signatures.sentences_meet`).
+
+        Unlike the database's look-up, no cap on how many rows share a hash:
+        a batch is small, and its rows are verified like any candidate.
+        """
+        found = dict.fromkeys(self.by_sig.get(sig, ()) if sig is not None else ())
+        for h in hashes:
+            found.update(dict.fromkeys(self.by_hash.get(h, ())))
+        return [(pos, (self.fps[pos] ^ fp).bit_count()) for pos in sorted(found)]
 
     def _distances(self, fp: int) -> Any:
         x = self.arr[: len(self.fps)] ^ np.uint64(fp)

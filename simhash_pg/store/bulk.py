@@ -128,7 +128,7 @@ def _copy_all(
     target: sql.Composable,
     batch_size: int,
     prepare_batch: Callable[[list[Any]], Prepared],
-    stored_fields: Callable[[VText | None], tuple[str | None, int | None]],
+    stored_fields: Callable[[VText | None], tuple[str | None, int | None, list[int] | None]],
 ) -> int:
     """COPY every input, ids from 1; the number of rows."""
     next_id = 1

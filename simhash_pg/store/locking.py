@@ -33,11 +33,13 @@ that share a probed value in some block, within the cap, or its sentence
 signature; pigeonhole on its own blocks does not cover those. So its add
 takes, with the store-wide lock shared, the block locks of all its probe
 values (:func:`probe_lock_keys`: its own four values are among them) and
-its sentence signature's lock (:func:`signature_lock_key`: the 64-bit
-signature folded to int4, in a key space of its own; two signatures that
-fold alike only make two writers take turns). If either text's probes reach the
+its sentence signature's lock and those of its sentence hashes
+(:func:`signature_lock_key`: each 64-bit value folded to int4, in a key
+space of its own; two values that fold alike only make two writers take
+turns). If either text's probes reach the
 other's block value, both lock that pair: one as a probe, the other as its
-own value. Two texts with equal signatures lock the same key. A batch
+own value. Two texts with equal signatures, or a sentence hash in common,
+lock the same key. A batch
 locks the union of its probed texts' locks; a text still searched by
 radius above 3 makes its add or batch take the store-wide lock
 exclusively. Everyone
@@ -90,6 +92,7 @@ __all__ = [
     "lock_timeout_error",
     "probe_lock_keys",
     "retrying",
+    "sentence_lock_values",
     "signature_lock_key",
 ]
 
@@ -201,6 +204,16 @@ def signature_lock_key(sig: int) -> int:
     u = sig & 0xFFFF_FFFF_FFFF_FFFF
     x = (u ^ (u >> 32)) & 0xFFFF_FFFF
     return x - (1 << 32) if x >= 1 << 31 else x
+
+
+def sentence_lock_values(vt: Any) -> list[int]:
+    """What a probed text's add locks of its sentences: its signature and each sentence hash.
+
+    Both find rows by equality, so two texts that could meet through them
+    hold a value in common; they share the signatures' key space (revision
+    0015 added the hashes).
+    """
+    return ([vt.sig] if vt.sig is not None else []) + list(vt.hashes)
 
 
 def lock_batch(

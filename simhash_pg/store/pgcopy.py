@@ -32,8 +32,8 @@ __all__ = [
 
 # The columns (and their types) of the rows copy_documents takes, in order.
 DOCUMENT_COLUMNS = ("id", "key", "fingerprint", "duplicate_of", "meta", "verify_text",
-                    "sentence_sig")
-_DOCUMENT_TYPES = ["int8", "text", "int8", "int8", "jsonb", "text", "int8"]
+                    "sentence_sig", "sentence_hashes")
+_DOCUMENT_TYPES = ["int8", "text", "int8", "int8", "jsonb", "text", "int8", "int8[]"]
 _COPY = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY{})")
 
 # Binary COPY framing: signature, flags (no OIDs), header extension length;

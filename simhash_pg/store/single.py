@@ -56,14 +56,14 @@ def add_verified(
     probed text by its own blocks alone.
     """
     signed = to_signed(fp)
-    vtext, sig = policy.stored_fields(vt)
+    vtext, sig, hashes = policy.stored_fields(vt)
     keys = [key] if key is not None else []
     probed = policy.probe_budget(vt.text, k) is not None
 
     def lock() -> None:
         if probed and probe_locks:
             assert vt.probes is not None
-            sigs = [vt.sig] if vt.sig is not None and policy.signature else []
+            sigs = locking.sentence_lock_values(vt) if policy.signature else []
             locking.lock_batch(conn, [fp], k, keys, dedup=dedup, probes=[vt.probes], sigs=sigs)
         elif probed:
             locking.lock_batch(conn, [fp], k, keys, dedup=dedup)
@@ -88,7 +88,7 @@ def add_verified(
             row = conn.execute(
                 sql.INSERT,
                 [key, signed, best.id if best else None,
-                 Jsonb(meta) if meta is not None else None, vtext, sig],
+                 Jsonb(meta) if meta is not None else None, vtext, sig, hashes],
                 prepare=True,
             ).fetchone()
             assert row is not None

@@ -73,6 +73,6 @@ NEXT_IDS = (
 )
 INSERT = (
     "INSERT INTO simhash_documents"
-    " (key, fingerprint, duplicate_of, meta, verify_text, sentence_sig)"
-    " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id"
+    " (key, fingerprint, duplicate_of, meta, verify_text, sentence_sig, sentence_hashes)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id"
 )

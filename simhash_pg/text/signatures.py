@@ -36,13 +36,18 @@ from simhash_pg.text.normalize import normalize
 
 __all__ = [
     "DEFAULT_SENTENCES",
+    "MIN_SENTENCE_CHARS",
     "MIN_SIGNATURE_CHARS",
+    "SENTENCE_HASH_SEED",
+    "SHARED_SENTENCE_CAP",
     "SIGNATURE_SEED",
     "SIGNATURE_VERSION",
     "longest_sentences",
+    "sentence_keys_normalized",
     "sentence_signature",
     "sentence_signature_normalized",
     "sentence_signature_signed",
+    "sentences_meet",
     "split_sentences",
 ]
 
@@ -50,6 +55,16 @@ SIGNATURE_VERSION = 1
 SIGNATURE_SEED = 0x5348_5047_5345_4E54  # "SHPGSENT"; part of version 1
 DEFAULT_SENTENCES = 3
 MIN_SIGNATURE_CHARS = 50
+# Sentence hashes (revision 0015): each of the n longest sentences on its own,
+# so that a reprint which keeps one of them verbatim is found even when the
+# others changed. A sentence shorter than this says too little about its
+# document to be a key (a dateline, "All rights reserved").
+MIN_SENTENCE_CHARS = 30
+SENTENCE_HASH_SEED = 0x5348_5047_5353_4E54  # "SHPGSSNT"
+# A sentence held by more stored documents than this is boilerplate (a
+# licence line, a footer): the store looks nothing up by it. The SQL's
+# simhash_sentence_matches holds the same number (a test keeps them equal).
+SHARED_SENTENCE_CAP = 256
 
 _SPLIT = re.compile(r"(?<=[。！？!?；;])|(?<=[.…])\s+")
 _SEP = "\x1f"
@@ -116,3 +131,34 @@ def sentence_signature_signed(
     """:func:`sentence_signature` as the signed ``bigint`` a PostgreSQL column holds."""
     sig = sentence_signature(text, n, html=html, t2s=t2s, visible=visible)
     return None if sig is None else to_signed(sig)
+
+
+def _sentence_hashes(chosen: list[str]) -> tuple[int, ...]:
+    return tuple(sorted(
+        to_signed(xxhash.xxh3_64_intdigest(c.encode("utf-8"), SENTENCE_HASH_SEED))
+        for c in chosen if len(c) >= MIN_SENTENCE_CHARS
+    ))
+
+
+def sentence_keys_normalized(
+    norm: str, n: int = DEFAULT_SENTENCES
+) -> tuple[int | None, tuple[int, ...]]:
+    """Signed signature and the signed, sorted hashes of each of the ``n`` longest
+    sentences of at least :data:`MIN_SENTENCE_CHARS` characters (one pass)."""
+    chosen = _longest(norm, n)
+    sig = _hash(chosen)
+    return (None if sig is None else to_signed(sig)), _sentence_hashes(chosen)
+
+
+def sentences_meet(
+    sig_a: int | None, hashes_a: tuple[int, ...] | list[int] | None,
+    sig_b: int | None, hashes_b: tuple[int, ...] | list[int] | None,
+) -> bool:
+    """Whether two texts' sentence keys meet: equal signatures, or a shared sentence hash.
+
+    The one definition of a sentence match, for the store's look-ups, its
+    in-batch index and the eval's model.
+    """
+    if sig_a is not None and sig_a == sig_b:
+        return True
+    return bool(hashes_a) and bool(hashes_b) and not set(hashes_a).isdisjoint(hashes_b)  # type: ignore[arg-type]

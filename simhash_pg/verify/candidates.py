@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, cast
 
+from simhash_pg.text.signatures import sentences_meet
 from simhash_pg.verify.jaccard import VText
 from simhash_pg.verify.rule import TEXT_LOST, StoredText, VerifyMode, VerifyPolicy, policy_for
 
@@ -30,27 +31,33 @@ __all__ = ["Candidate", "filter_candidates", "lookup", "text_and_vtext", "texts_
 # sql/0003_verification.sql), so the rule judges it by distance alone.
 _NEAR = (
     "SELECT n.query, n.id, n.key, n.distance, d.meta, d.verify_text, d.sentence_sig,"
-    " coalesce(d.verify_text IS NULL AND d.id <= (u.value->>'max_id')::bigint"
+    " d.sentence_hashes, coalesce(d.verify_text IS NULL AND d.id <= (u.value->>'max_id')::bigint"
     " AND d.created_at <= (u.value->>'stored_until')::timestamptz, false)"
     " FROM simhash_near_many(%s, %s) AS n JOIN simhash_documents d ON d.id = n.id"
     " LEFT JOIN simhash_meta u ON u.name = 'unverified_rows'"
 )
-# Rows whose sentence signature equals a query's, whatever their distance
-# (never a lost row: it has no signature).
+# Rows whose sentence signature equals a query's, or that hold one of its
+# sentence hashes (revision 0015), whatever their distance (never a lost
+# row: it has neither).
 _SIG = (
     "SELECT q.o::integer, d.id, d.key, simhash_hamming(d.fingerprint, q.fp), d.meta,"
-    " d.verify_text, d.sentence_sig, false"
+    " d.verify_text, d.sentence_sig, d.sentence_hashes, false"
     " FROM unnest(%s::bigint[], %s::bigint[]) WITH ORDINALITY AS q (fp, sig, o)"
     " JOIN simhash_documents d ON d.sentence_sig = q.sig"
+    " UNION"
+    " SELECT q.o::integer, d.id, d.key, simhash_hamming(d.fingerprint, q.fp), d.meta,"
+    " d.verify_text, d.sentence_sig, d.sentence_hashes, false"
+    " FROM unnest(%s::bigint[]) WITH ORDINALITY AS q (fp, o)"
+    " CROSS JOIN LATERAL simhash_sentence_matches((%s::bigint[])[q.o:q.o][:]) AS d"
 )
-# Probed queries: their probe matches and signature matches in one call
+# Probed queries: their probe matches and sentence matches in one call
 # (sql/current/near_probes.sql), the same columns as _NEAR.
 _PROBES = ("SELECT * FROM simhash_near_probes_candidates("
-           "%s::bigint[], %s::smallint[], %s::integer[], %s::bigint[])")
-# One probed query (a text near() or add()): the lean single form (revision
-# 0014), the same rows without the query number.
+           "%s::bigint[], %s::smallint[], %s::integer[], %s::bigint[], %s::bigint[])")
+# One probed query (a text near() or add()): the lean single form (revisions
+# 0014, 0015), the same rows without the query number.
 _PROBES_ONE = ("SELECT 1, * FROM simhash_near_probes_candidates(%s, %b::smallint[],"
-               " %b::smallint[], %b::smallint[], %b::smallint[], %s, %s)")
+               " %b::smallint[], %b::smallint[], %b::smallint[], %s, %s, %s::bigint[])")
 
 
 class Candidate(NamedTuple):
@@ -65,7 +72,9 @@ class Candidate(NamedTuple):
     distance: int
     meta: dict[str, Any] | None = None
     text: StoredText = None  # its verification text; None: not kept; TEXT_LOST
-    signature_match: bool = False  # its sentence signature equals the query's
+    # its sentence signature equals the query's, or it holds one of the
+    # query's sentence hashes (simhash_pg.text.signatures.sentences_meet)
+    signature_match: bool = False
 
 
 def text_and_vtext(fingerprinter: Any, text: str, policy: VerifyPolicy) -> tuple[int, VText]:
@@ -142,7 +151,8 @@ def lookup(
         else:
             groups.setdefault(policy.radius(t.text, k), []).append(i)
     is_probed = set(probed)
-    sig_pos = ([i for i, t in enumerate(texts) if t.sig is not None and i not in is_probed]
+    sig_pos = ([i for i, t in enumerate(texts)
+                if (t.sig is not None or t.hashes) and i not in is_probed]
                if policy.signature else [])
     # (statement, parameters) per look-up; several go in one pipeline, one alone
     # (a pipeline costs a round trip's worth of bookkeeping)
@@ -151,17 +161,21 @@ def lookup(
         (i,) = probed
         todo.append((_PROBES_ONE, [fps[i], *texts[i].probes,  # type: ignore[misc]
                                    max(k, policy.probe_cap),
-                                   texts[i].sig if policy.signature else None]))
+                                   texts[i].sig if policy.signature else None,
+                                   list(texts[i].hashes) if policy.signature else None]))
     elif probed:
         todo.append((_PROBES, [
             [fps[i] for i in probed],
             _probe_array([texts[i].probes for i in probed]),  # type: ignore[misc]
             [max(k, policy.probe_cap)] * len(probed),
             [texts[i].sig for i in probed] if policy.signature else None,
+            _hash_rows([texts[i].hashes for i in probed]) if policy.signature else None,
         ]))
     todo += [(_NEAR, [[fps[i] for i in pos], r]) for r, pos in groups.items()]
     if sig_pos:
-        todo.append((_SIG, [[fps[i] for i in sig_pos], [texts[i].sig for i in sig_pos]]))
+        sfps = [fps[i] for i in sig_pos]
+        todo.append((_SIG, [sfps, [texts[i].sig for i in sig_pos],
+                            sfps, _hash_rows([texts[i].hashes for i in sig_pos])]))
     if len(todo) == 1:
         cursors = [conn.execute(*todo[0], prepare=True)]
     else:
@@ -185,11 +199,19 @@ def lookup(
         qt = texts[i]
         found = (
             Candidate(id_, key, dist, meta, TEXT_LOST if lost else vtext,
-                      qt.sig is not None and sig == qt.sig)
-            for id_, key, dist, meta, vtext, sig, lost in rows[i].values()
+                      sentences_meet(qt.sig, qt.hashes, sig, hashes))
+            for id_, key, dist, meta, vtext, sig, hashes, lost in rows[i].values()
         )
         out.append(filter_candidates(qt.text, found, k, policy, probed=i in is_probed))
     return out
+
+
+def _hash_rows(hashes: Sequence[Sequence[int]]) -> list[list[int | None]] | None:
+    """Per query its sentence hashes, NULL-padded: the SQL's 2-D bigint[] (None: none at all)."""
+    width = max(map(len, hashes), default=0)
+    if width == 0:
+        return None
+    return [[*h, *[None] * (width - len(h))] for h in hashes]
 
 
 def _probe_array(probes: Sequence[Sequence[Sequence[int]]]) -> str:

@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from simhash_pg.text.charclass import alnum_only
 from simhash_pg.text.normalize import normalize
-from simhash_pg.text.signatures import sentence_signature_normalized
+from simhash_pg.text.signatures import sentence_keys_normalized
 
 __all__ = [
     "LONG_NGRAM",
@@ -165,6 +165,8 @@ class VText(NamedTuple):
     # the fingerprint's margin-ranked probe values of b0..b3 (smallint column
     # values), when the policy probes texts (VerifyPolicy.probes_texts)
     probes: tuple[list[int], list[int], list[int], list[int]] | None = None
+    # signed hashes of its longest sentences, each on its own (with sig)
+    hashes: tuple[int, ...] = ()
 
 
 # Module-level, so that fingerprinting workers can run them on the normalised
@@ -175,5 +177,6 @@ def from_norm(norm: str) -> VText:
 
 
 def from_norm_sig(norm: str) -> VText:
-    """VText of an already normalised text, with its sentence signature."""
-    return VText(alnum_only(norm), sentence_signature_normalized(norm))
+    """VText of an already normalised text, with its sentence signature and hashes."""
+    sig, hashes = sentence_keys_normalized(norm)
+    return VText(alnum_only(norm), sig, hashes=hashes)

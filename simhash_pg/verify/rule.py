@@ -281,13 +281,15 @@ class VerifyPolicy:
         """Whether a writer keeps this verification text."""
         return self.keep == "all" or (self.keep == "short" and len(norm) < KEEP_TEXT_CHARS)
 
-    def stored_fields(self, v: VText | None) -> tuple[str | None, int | None]:
-        """The (verify_text, sentence_sig) a row stores."""
+    def stored_fields(
+        self, v: VText | None
+    ) -> tuple[str | None, int | None, list[int] | None]:
+        """The (verify_text, sentence_sig, sentence_hashes) a row stores."""
         if v is None or self.keep == "off":
-            return None, None
-        return (v.text if self.keeps_text(v.text) else None), (
-            v.sig if self.keep == "all" else None
-        )
+            return None, None, None
+        if self.keep != "all":
+            return (v.text if self.keeps_text(v.text) else None), None, None
+        return v.text, v.sig, (list(v.hashes) or None)
 
     # -- the rule -------------------------------------------------------------
     def similarity(self, a_norm: str, b_norm: str) -> float:

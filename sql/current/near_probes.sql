@@ -132,19 +132,32 @@ BEGIN
 END
 $$;
 
--- The batch with what the store's verification reads (simhash_pg/verify/candidates.py),
--- and the signature matches, in one call: the rows of
--- simhash_near_probes_many with their meta, verify_text and sentence_sig,
--- then every row whose sentence_sig equals sigs[q] (sigs NULL or a NULL
--- element: none), at any distance, each row once per query. text_lost: the
--- row was stored before revision 0003 added the verification columns
--- (simhash_meta's 'unverified_rows', sql/0003_verification.sql), so it is
--- judged by its fingerprint alone.
+-- The rows that hold one of hashes (NULL entries ignored). A hash held by
+-- more than 256 rows is boilerplate (a licence line, a footer repeated on
+-- every page of a site) and finds nothing: counting stops at 257, so such a
+-- hash costs one read of its posting list, never a fetch of its rows.
+-- simhash_pg.text.signatures.SHARED_SENTENCE_CAP is the same number.
+CREATE OR REPLACE FUNCTION simhash_sentence_matches(hashes bigint[])
+RETURNS SETOF simhash_documents
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 3 AS $$
+    SELECT d.* FROM simhash_documents d
+    WHERE d.sentence_hashes && ARRAY(
+        SELECT h FROM unnest(hashes) AS h
+        WHERE h IS NOT NULL
+          AND (SELECT count(*) FROM (
+                   SELECT 1 FROM simhash_documents c
+                   WHERE c.sentence_hashes @> ARRAY[h] LIMIT 257) AS x) <= 256)
+$$;
+
+-- A batch's candidates, with sentence hashes: hashes[q] is query q's row of
+-- hashes, NULL-padded (NULL: no query has any). The batch form of revision
+-- 0009 plus simhash_sentence_matches per query.
 CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
-    fps bigint[], probes smallint[], caps integer[], sigs bigint[] DEFAULT NULL
+    fps bigint[], probes smallint[], caps integer[], sigs bigint[], hashes bigint[]
 )
 RETURNS TABLE (query integer, id bigint, key text, distance integer, meta jsonb,
-               verify_text text, sentence_sig bigint, text_lost boolean)
+               verify_text text, sentence_sig bigint, sentence_hashes bigint[],
+               text_lost boolean)
 LANGUAGE plpgsql STABLE PARALLEL SAFE ROWS 100
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -156,45 +169,75 @@ BEGIN
     IF simhash_check_probes(fps, probes, caps, sigs) = 0 THEN
         RETURN;
     END IF;
+    IF hashes IS NOT NULL AND (array_ndims(hashes) <> 2
+                               OR array_length(hashes, 1) <> cardinality(fps)
+                               OR array_lower(hashes, 1) <> 1) THEN
+        RAISE EXCEPTION 'simhash: hashes must be a bigint[] [query][hash] with one row per '
+            'fingerprint (% of them), got %', cardinality(fps), array_dims(hashes)
+            USING ERRCODE = '22023', HINT = 'pad short rows with NULL';
+    END IF;
     SELECT (u.value->>'max_id')::bigint, (u.value->>'stored_until')::timestamptz
     INTO v_lost_max, v_lost_until
     FROM simhash_meta u WHERE u.name = 'unverified_rows';
     RETURN QUERY
     WITH near AS MATERIALIZED (
         SELECT m.query, d.id, d.key, simhash_hamming(d.fingerprint, fps[m.query]) AS distance,
-               d.meta, d.verify_text, d.sentence_sig,
+               d.meta, d.verify_text, d.sentence_sig, d.sentence_hashes,
                coalesce(d.verify_text IS NULL AND d.id <= v_lost_max
                         AND d.created_at <= v_lost_until, false) AS text_lost
         FROM simhash_probe_matches(fps, probes, caps) AS m
         JOIN simhash_documents d
           ON d.b0 = simhash_block(m.fingerprint, 0) AND d.b1 = simhash_block(m.fingerprint, 1)
          AND d.fingerprint = m.fingerprint
+    ), keyed AS MATERIALIZED (
+        SELECT s.o::integer AS query, d.id, d.key,
+               simhash_hamming(d.fingerprint, s.fp) AS distance, d.meta, d.verify_text,
+               d.sentence_sig, d.sentence_hashes,
+               coalesce(d.verify_text IS NULL AND d.id <= v_lost_max
+                        AND d.created_at <= v_lost_until, false) AS text_lost
+        FROM unnest(fps, sigs) WITH ORDINALITY AS s (fp, sig, o)
+        JOIN simhash_documents d ON d.sentence_sig = s.sig
+        WHERE sigs IS NOT NULL
+        UNION
+        SELECT q.o::integer, d.id, d.key, simhash_hamming(d.fingerprint, fps[q.o]), d.meta,
+               d.verify_text, d.sentence_sig, d.sentence_hashes,
+               coalesce(d.verify_text IS NULL AND d.id <= v_lost_max
+                        AND d.created_at <= v_lost_until, false)
+        FROM generate_subscripts(fps, 1) AS q (o)
+        CROSS JOIN LATERAL simhash_sentence_matches(hashes[q.o:q.o][:]) AS d
+        WHERE hashes IS NOT NULL
     )
     SELECT * FROM near
     UNION ALL
-    SELECT s.o::integer, d.id, d.key, simhash_hamming(d.fingerprint, s.fp), d.meta,
-           d.verify_text, d.sentence_sig,
-           coalesce(d.verify_text IS NULL AND d.id <= v_lost_max
-                    AND d.created_at <= v_lost_until, false)
-    FROM unnest(fps, sigs) WITH ORDINALITY AS s (fp, sig, o)
-    JOIN simhash_documents d ON d.sentence_sig = s.sig
-    WHERE sigs IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM near n WHERE n.query = s.o AND n.id = d.id)
+    SELECT k.* FROM keyed k
+    WHERE NOT EXISTS (SELECT 1 FROM near n WHERE n.query = k.query AND n.id = k.id)
     ORDER BY 1, 4, 2;
 END
 $$;
 
--- One query's candidates (revision 0014; leaner than the batch form for one
--- query: 0.22 against 0.31 ms at 1M rows): the rows within cap that share a
--- probed value in some block, and the rows whose sentence_sig equals sig
--- (NULL: none), each once, with what the store's verification reads;
--- nearest first, ties by id. The batch form's columns without the query.
+-- The batch form without hashes (revision 0009's arguments and columns).
+CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
+    fps bigint[], probes smallint[], caps integer[], sigs bigint[] DEFAULT NULL
+)
+RETURNS TABLE (query integer, id bigint, key text, distance integer, meta jsonb,
+               verify_text text, sentence_sig bigint, text_lost boolean)
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
+    SELECT c.query, c.id, c.key, c.distance, c.meta, c.verify_text, c.sentence_sig,
+           c.text_lost
+    FROM simhash_near_probes_candidates(fps, probes, caps, sigs, NULL::bigint[]) AS c
+    ORDER BY 1, 4, 2
+$$;
+
+-- One query's candidates, with sentence hashes: the rows within cap that
+-- share a probed value in some block, the rows whose sentence_sig equals sig
+-- (NULL: none) and the rows simhash_sentence_matches(hashes) finds, each
+-- once, with what the store's verification reads; nearest first, ties by id.
 CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
     fp bigint, p0 smallint[], p1 smallint[], p2 smallint[], p3 smallint[], cap integer,
-    sig bigint DEFAULT NULL
+    sig bigint, hashes bigint[]
 )
 RETURNS TABLE (id bigint, key text, distance integer, meta jsonb, verify_text text,
-               sentence_sig bigint, text_lost boolean)
+               sentence_sig bigint, sentence_hashes bigint[], text_lost boolean)
 LANGUAGE plpgsql STABLE PARALLEL SAFE ROWS 10
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -226,22 +269,42 @@ BEGIN
         SELECT c.fingerprint FROM simhash_documents c
         WHERE c.b3 = ANY (p3) AND simhash_hamming(c.fingerprint, fp) <= cap
     ), found AS (
-        SELECT d.id, d.key, d.fingerprint, d.meta, d.verify_text, d.sentence_sig, d.created_at
+        SELECT d.id, d.key, d.fingerprint, d.meta, d.verify_text, d.sentence_sig,
+               d.sentence_hashes, d.created_at
         FROM m JOIN simhash_documents d
           ON d.b0 = simhash_block(m.fingerprint, 0) AND d.b1 = simhash_block(m.fingerprint, 1)
          AND d.fingerprint = m.fingerprint
         UNION
-        SELECT d.id, d.key, d.fingerprint, d.meta, d.verify_text, d.sentence_sig, d.created_at
+        SELECT d.id, d.key, d.fingerprint, d.meta, d.verify_text, d.sentence_sig,
+               d.sentence_hashes, d.created_at
         FROM simhash_documents d WHERE d.sentence_sig = sig
+        UNION
+        SELECT s.id, s.key, s.fingerprint, s.meta, s.verify_text, s.sentence_sig,
+               s.sentence_hashes, s.created_at
+        FROM simhash_sentence_matches(hashes) AS s
     )
     -- text_lost as in the batch form: stored before revision 0003's columns
     SELECT f.id, f.key, simhash_hamming(f.fingerprint, fp), f.meta, f.verify_text,
-           f.sentence_sig,
+           f.sentence_sig, f.sentence_hashes,
            coalesce(f.verify_text IS NULL AND f.id <= (u.value->>'max_id')::bigint
                     AND f.created_at <= (u.value->>'stored_until')::timestamptz, false)
     FROM found f LEFT JOIN simhash_meta u ON u.name = 'unverified_rows'
     ORDER BY 3, 1;
 END
+$$;
+
+-- The single form without hashes (revision 0014's arguments and columns):
+-- the form above with none, so that the search has one definition.
+CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
+    fp bigint, p0 smallint[], p1 smallint[], p2 smallint[], p3 smallint[], cap integer,
+    sig bigint DEFAULT NULL
+)
+RETURNS TABLE (id bigint, key text, distance integer, meta jsonb, verify_text text,
+               sentence_sig bigint, text_lost boolean)
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 10 AS $$
+    SELECT c.id, c.key, c.distance, c.meta, c.verify_text, c.sentence_sig, c.text_lost
+    FROM simhash_near_probes_candidates(fp, p0, p1, p2, p3, cap, sig, NULL::bigint[]) AS c
+    ORDER BY 3, 1
 $$;
 
 -- One query: the rows within cap that share a probed value in some block.
@@ -264,5 +327,9 @@ GRANT EXECUTE ON FUNCTION
     simhash_near_probes_many(bigint[], smallint[], integer[]),
     simhash_near_probes_candidates(bigint[], smallint[], integer[], bigint[]),
     simhash_near_probes_candidates(bigint, smallint[], smallint[], smallint[], smallint[],
-                                   integer, bigint)
+                                   integer, bigint),
+    simhash_sentence_matches(bigint[]),
+    simhash_near_probes_candidates(bigint[], smallint[], integer[], bigint[], bigint[]),
+    simhash_near_probes_candidates(bigint, smallint[], smallint[], smallint[], smallint[],
+                                   integer, bigint, bigint[])
 TO simhash_reader;
