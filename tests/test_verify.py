@@ -230,12 +230,13 @@ def test_policy_answers_what_each_mode_needs() -> None:
     assert reader.needs_signature and not reader.signature
     assert V.VerifyPolicy("all", recorded="short").keep == "all"
     long_text = "x" * V.KEEP_TEXT_CHARS
-    vt = V.VText(long_text, 7)
-    assert short.stored_fields(vt) == (None, None)
-    assert all_.stored_fields(vt) == (long_text, 7)
-    assert reader.stored_fields(vt) == (long_text, 7)
-    assert off.stored_fields(vt) == (None, None)
-    assert short.stored_fields(V.VText("abc", None)) == ("abc", None)
+    vt = V.VText(long_text, 7, hashes=(3, 5))
+    assert short.stored_fields(vt) == (None, None, None)
+    assert all_.stored_fields(vt) == (long_text, 7, [3, 5])
+    assert reader.stored_fields(vt) == (long_text, 7, [3, 5])
+    assert all_.stored_fields(V.VText(long_text, 7)) == (long_text, 7, None)  # no hash: NULL
+    assert off.stored_fields(vt) == (None, None, None)
+    assert short.stored_fields(V.VText("abc", None)) == ("abc", None, None)
     with pytest.raises(ValueError, match="verify mode"):
         V.VerifyPolicy("sometimes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="verify mode"):

@@ -92,6 +92,7 @@ documents = Table(
         "simhash_documents_sentence_hashes_idx",
         "sentence_hashes",
         postgresql_using="gin",
+        postgresql_with={"fastupdate": "off"},
         postgresql_where=text("sentence_hashes IS NOT NULL"),
     ),
     Index(

@@ -132,21 +132,29 @@ BEGIN
 END
 $$;
 
--- The rows that hold one of hashes (NULL entries ignored). A hash held by
--- more than 256 rows is boilerplate (a licence line, a footer repeated on
--- every page of a site) and finds nothing: counting stops at 257, so such a
--- hash costs one read of its posting list, never a fetch of its rows.
--- simhash_pg.text.signatures.SHARED_SENTENCE_CAP is the same number.
+-- The rows that hold one of hashes (NULL entries ignored), once per hash
+-- they hold. A hash held by more than 256 rows is boilerplate (a licence
+-- line, a footer repeated on every page of a site) and finds nothing: each
+-- hash's scan stops at 257 rows, so such a hash costs at most 257 row
+-- visits. simhash_pg.text.signatures.SHARED_SENTENCE_CAP is the same number.
+-- LANGUAGE sql: inlined, so a caller's LATERAL call becomes one index scan
+-- per hash.
 CREATE OR REPLACE FUNCTION simhash_sentence_matches(hashes bigint[])
-RETURNS SETOF simhash_documents
+RETURNS TABLE (id bigint, key text, fingerprint bigint, meta jsonb, verify_text text,
+               sentence_sig bigint, sentence_hashes bigint[], created_at timestamptz)
 LANGUAGE sql STABLE PARALLEL SAFE ROWS 3 AS $$
-    SELECT d.* FROM simhash_documents d
-    WHERE d.sentence_hashes && ARRAY(
-        SELECT h FROM unnest(hashes) AS h
-        WHERE h IS NOT NULL
-          AND (SELECT count(*) FROM (
-                   SELECT 1 FROM simhash_documents c
-                   WHERE c.sentence_hashes @> ARRAY[h] LIMIT 257) AS x) <= 256)
+    SELECT m.id, m.key, m.fingerprint, m.meta, m.verify_text, m.sentence_sig,
+           m.sentence_hashes, m.created_at
+    FROM unnest(hashes) AS h
+    CROSS JOIN LATERAL (
+        SELECT c.*, count(*) OVER () AS n
+        FROM (SELECT d.id, d.key, d.fingerprint, d.meta, d.verify_text, d.sentence_sig,
+                     d.sentence_hashes, d.created_at
+              FROM simhash_documents d
+              WHERE d.sentence_hashes @> ARRAY[h]
+              LIMIT 257) AS c
+    ) AS m
+    WHERE h IS NOT NULL AND m.n <= 256
 $$;
 
 -- A batch's candidates, with sentence hashes: hashes[q] is query q's row of
