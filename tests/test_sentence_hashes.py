@@ -1,0 +1,242 @@
+"""Sentence hashes (revision 0015): each of a text's longest sentences as a key.
+
+The definition (simhash_pg/text/signatures.py), the SQL search against brute
+force (simhash_sentence_matches and both candidate forms with hashes), the
+boilerplate cap, the migration's round trip, and the store's use of them.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import psycopg
+import pytest
+import xxhash
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_near_probes import Probes, matches, packed, probe_values
+from test_store_sql import flip
+
+from simhash_pg.bits import blocks, hamming, to_signed
+from simhash_pg.db import migrate
+from simhash_pg.store import SimhashStore
+from simhash_pg.text.normalize import normalize
+from simhash_pg.text.signatures import (
+    MIN_SENTENCE_CHARS,
+    SENTENCE_HASH_SEED,
+    SHARED_SENTENCE_CAP,
+    longest_sentences,
+    sentence_keys_normalized,
+    sentence_signature_signed,
+    sentences_meet,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+HYPO = settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+WORDS = ["storm", "council", "budget", "river", "school", "vote", "market", "oil", "bank",
+         "rail", "strike", "report", "delayed", "closed", "opened", "north", "city"]
+
+
+# -- the definition ---------------------------------------------------------------
+
+
+@given(st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=12), min_size=1,
+                max_size=8))
+def test_hashes_are_those_of_the_definition(sentences: list[list[str]]) -> None:
+    text = ". ".join(" ".join(s).capitalize() for s in sentences) + "."
+    sig, hashes = sentence_keys_normalized(normalize(text))
+    # each of the three longest sentences (as verification text) of 30 or more
+    # characters, hashed alone, signed, sorted
+    want = sorted(to_signed(xxhash.xxh3_64_intdigest(s.encode(), SENTENCE_HASH_SEED))
+                  for s in longest_sentences(text) if len(s) >= MIN_SENTENCE_CHARS)
+    assert list(hashes) == want
+    assert sig == sentence_signature_signed(text)
+    assert len(hashes) <= 3 and all(-(2**63) <= h < 2**63 for h in hashes)
+
+
+def test_one_kept_sentence_meets_the_other_text() -> None:
+    kept = "The council postponed the vote on the school budget until next spring."
+    a = f"{kept} Parents protested outside the hall for two hours on Monday evening."
+    b = f"Officials gave no reason for the delay at the meeting. {kept}"
+    ka = sentence_keys_normalized(normalize(a))
+    kb = sentence_keys_normalized(normalize(b))
+    assert ka[0] != kb[0]  # the signatures differ: one sentence changed
+    assert sentences_meet(*ka, *kb) and sentences_meet(*kb, *ka)
+    other = sentence_keys_normalized(normalize("Oil prices rose sharply in early trading today."
+                                               " Analysts expect a calmer week ahead of talks."))
+    assert not sentences_meet(*ka, *other)
+    assert not sentences_meet(None, (), None, ())
+    # an equal signature alone meets too (rows stored before revision 0015)
+    assert sentences_meet(7, (), 7, None)
+
+
+# -- SQL against brute force ----------------------------------------------------------
+
+
+def load(pg: psycopg.Connection, rows: list[tuple[int, int | None, list[int] | None]]) -> None:
+    """Replace the rows (fingerprint, sentence_sig, sentence_hashes); row i gets id i + 1."""
+    pg.execute("TRUNCATE simhash_documents RESTART IDENTITY")
+    with pg.cursor() as cur, cur.copy(
+        "COPY simhash_documents (fingerprint, verify_text, sentence_sig, sentence_hashes)"
+        " FROM STDIN"
+    ) as copy:
+        copy.set_types(["int8", "text", "int8", "int8[]"])
+        for fp, sig, hashes in rows:
+            copy.write_row((to_signed(fp), "t", sig, hashes))
+
+
+@st.composite
+def stores(draw: st.DrawFn) -> tuple[list[Any], list[int], list[Probes], list[int | None],
+                                     list[list[int]]]:
+    """Rows whose hashes come from a small pool (so that they share some), and queries."""
+    rnd = random.Random(draw(st.integers(0, 2**32)))
+    pool = [rnd.getrandbits(63) - 2**62 for _ in range(12)]
+    fps = [rnd.getrandbits(64) for _ in range(rnd.randint(20, 80))]
+    fps += [flip(fp, rnd.randint(0, 14), rnd) for fp in fps[:15]]
+    rows = [(fp, rnd.choice([None, 1, 2]),
+             rnd.choice([None, sorted(set(rnd.sample(pool, rnd.randint(1, 3))))]))
+            for fp in fps]
+    queries = [flip(rnd.choice(fps), rnd.randint(0, 16), rnd) for _ in range(5)]
+    probes = [probe_values(rnd, q, fps) for q in queries]
+    sigs = [rnd.choice([None, 1, 2]) for _ in queries]
+    hashes = [sorted(set(rnd.sample(pool, rnd.randint(0, 3)))) for _ in queries]
+    return rows, queries, probes, sigs, hashes
+
+
+def brute(rows: list[Any], fp: int, p: Probes, cap: int, sig: int | None,
+          hashes: list[int]) -> list[tuple[int, int]]:
+    found = [(hamming(fp, r[0]), i + 1) for i, r in enumerate(rows)
+             if matches(fp, p, cap, r[0]) or sentences_meet(sig, hashes, r[1], r[2])]
+    return [(i, d) for d, i in sorted(found)]
+
+
+@given(stores())
+@HYPO
+def test_candidates_with_hashes_equal_brute_force(pg: psycopg.Connection, case: Any) -> None:
+    rows, queries, probes, sigs, hashes = case
+    load(pg, rows)
+    width = max(1, *map(len, hashes))
+    padded = [h + [None] * (width - len(h)) for h in hashes]
+    batch: list[list[tuple[int, int]]] = [[] for _ in queries]
+    for q, id_, dist, got_hashes in pg.execute(
+        "SELECT query, id, distance, sentence_hashes FROM simhash_near_probes_candidates("
+        "%s::bigint[], %s::smallint[], %s::integer[], %s::bigint[], %s::bigint[])",
+        [[to_signed(f) for f in queries], packed(probes), [13] * len(queries), sigs, padded],
+    ):
+        batch[q - 1].append((id_, dist))
+        assert got_hashes == rows[id_ - 1][2]
+    for qi, (fp, p, sig, hs) in enumerate(zip(queries, probes, sigs, hashes, strict=True)):
+        want = brute(rows, fp, p, 13, sig, hs)
+        one = pg.execute(
+            "SELECT id, distance FROM simhash_near_probes_candidates(%s, %s::smallint[],"
+            " %s::smallint[], %s::smallint[], %s::smallint[], 13, %s, %s::bigint[])",
+            [to_signed(fp), *p, sig, hs],
+        ).fetchall()
+        assert one == want, qi
+        assert batch[qi] == want, qi
+        # the forms without hashes: probes and signature alone
+        old = pg.execute(
+            "SELECT id, distance FROM simhash_near_probes_candidates(%s, %s::smallint[],"
+            " %s::smallint[], %s::smallint[], %s::smallint[], 13, %s)", [to_signed(fp), *p, sig],
+        ).fetchall()
+        assert old == brute(rows, fp, p, 13, sig, [])
+
+
+@pytest.mark.parametrize("holders", [SHARED_SENTENCE_CAP, SHARED_SENTENCE_CAP + 1])
+def test_a_hash_held_by_more_rows_than_the_cap_finds_nothing(
+    pg: psycopg.Connection, holders: int
+) -> None:
+    boiler, own = 4242, 77
+    rows: list[Any] = [(i + 1, None, [boiler]) for i in range(holders - 1)]
+    rows.append((10**6, None, [boiler, own]))  # row `holders`: the boilerplate and its own
+    load(pg, rows)
+    found = {r[0] for r in pg.execute(
+        "SELECT id FROM simhash_sentence_matches(%s::bigint[])", [[boiler, own, None]])}
+    if holders <= SHARED_SENTENCE_CAP:
+        assert found == set(range(1, holders + 1))
+    else:  # boilerplate: finds nothing; the own hash still finds its row
+        assert found == {holders}
+
+
+def test_the_reader_may_match_sentences(pg: psycopg.Connection) -> None:
+    load(pg, [(5, None, [1, 2])])
+    with pg.transaction(force_rollback=True):
+        pg.execute("SET LOCAL ROLE simhash_reader")
+        assert pg.execute("SELECT id FROM simhash_sentence_matches('{2}')").fetchall() == [(1,)]
+        assert pg.execute(
+            "SELECT id FROM simhash_near_probes_candidates(5, '{}', '{}', '{}', '{}', 3, NULL,"
+            " '{1}')").fetchall() == [(1,)]
+
+
+def test_bad_hash_rows_of_the_batch_form(pg: psycopg.Connection) -> None:
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="one row per fingerprint"):
+        pg.execute(
+            "SELECT * FROM simhash_near_probes_candidates('{1,2}', '{{{1},{2},{3},{4}},"
+            "{{1},{2},{3},{4}}}', '{3,3}', NULL, '{{1}}')")
+    pg.rollback()
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="bigint"):
+        pg.execute(
+            "SELECT * FROM simhash_near_probes_candidates('{1}', '{{{1},{2},{3},{4}}}', '{3}',"
+            " NULL, '{1}')")
+    pg.rollback()
+
+
+def test_migration_0015_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
+    rnd = random.Random(15)
+    fps = [rnd.getrandbits(64) for _ in range(50)]
+    load(pg, [(fp, i, [i, 1000 + i]) for i, fp in enumerate(fps)])
+    q = fps[3]
+    p = [[b] for b in blocks(q)]
+    single = ("SELECT id FROM simhash_near_probes_candidates(%s, %s::smallint[], %s::smallint[],"
+              " %s::smallint[], %s::smallint[], 3, %s)")
+    with_sig = pg.execute(single, [to_signed(q), *p, 7]).fetchall()
+    assert with_sig == [(4,), (8,)]  # its own row, and the row whose signature is 7
+    losses = migrate.downgrade_losses_between(migrate.HEAD, "0014")
+    assert [rev for rev, what in losses if "sentence_hashes" in what] == ["0015"]
+    migrate.downgrade(pg_dsn, "0014")
+    columns = {r[0] for r in pg.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = 'simhash_documents'::regclass"
+        " AND NOT attisdropped")}
+    assert "sentence_hashes" not in columns and "sentence_sig" in columns
+    assert pg.execute("SELECT to_regprocedure('simhash_sentence_matches(bigint[])')"
+                      ).fetchone() == (None,)
+    assert pg.execute(single, [to_signed(q), *p, 7]).fetchall() == with_sig  # 0014's form
+    migrate.upgrade(pg_dsn)
+    assert pg.execute(single, [to_signed(q), *p, 7]).fetchall() == with_sig
+    migrate.check(pg_dsn)
+
+
+# -- the store -------------------------------------------------------------------------
+
+
+def test_a_reprint_that_kept_one_sentence_is_a_candidate_and_verified(pg_dsn: str) -> None:
+    """Found through a shared sentence although its signature changed; verification decides."""
+    base = ("Heavy rain closed the northern rail line for a second day on Tuesday morning. "
+            "Engineers said the embankment near the river had been weakened by the storm. "
+            "Commuters were told to expect delays until the end of the week at the earliest. "
+            "The city council will meet on Thursday to discuss emergency funding for repairs.")
+    unrelated = ("Shares in the national bank fell after the quarterly report disappointed. "
+                 "Engineers said the embankment near the river had been weakened by the storm. "
+                 "Analysts had expected profits to rise on the back of higher interest rates. "
+                 "The bank said it would announce a new chief executive before the summer.")
+    with SimhashStore(pg_dsn) as store:
+        store.connection.execute("TRUNCATE simhash_documents RESTART IDENTITY CASCADE")
+        first = store.add(base, dedup=False)
+        stored = store.connection.execute(
+            "SELECT sentence_hashes FROM simhash_documents WHERE id = %s", [first.id]
+        ).fetchone()
+        assert stored is not None and len(stored[0]) == 3
+        # shares one of its three longest sentences: a candidate, rejected by the rule
+        assert store.near(unrelated) == []
+        res = store.add(unrelated, dedup=True)
+        assert res.inserted and res.duplicate_of is None
+        # a light edit that changes one longest sentence: found as before
+        edited = base.replace("second day", "2nd day")
+        assert [m.id for m in store.near(edited)] == [first.id]
