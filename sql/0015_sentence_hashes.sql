@@ -19,10 +19,11 @@ CREATE INDEX simhash_documents_sentence_hashes_idx ON simhash_documents
     USING gin (sentence_hashes) WITH (fastupdate = off) WHERE sentence_hashes IS NOT NULL;
 
 -- The rows that hold one of hashes (NULL entries ignored), once per hash
--- they hold. A hash held by more than 256 rows is boilerplate (a licence
+-- they hold. A hash held by more than 16 rows is boilerplate (a licence
 -- line, a footer repeated on every page of a site) and finds nothing: each
--- hash's scan stops at 257 rows, so such a hash costs at most 257 row
--- visits. simhash_pg.text.signatures.SHARED_SENTENCE_CAP is the same number.
+-- hash's scan stops at 17 rows, so a query's hashes cost at most 51 row
+-- visits and 48 candidates to verify (each a long text to read and compare).
+-- simhash_pg.text.signatures.SHARED_SENTENCE_CAP is the same number.
 -- LANGUAGE sql: inlined, so a caller's LATERAL call becomes one index scan
 -- per hash.
 CREATE OR REPLACE FUNCTION simhash_sentence_matches(hashes bigint[])
@@ -38,9 +39,9 @@ LANGUAGE sql STABLE PARALLEL SAFE ROWS 3 AS $$
                      d.sentence_hashes, d.created_at
               FROM simhash_documents d
               WHERE d.sentence_hashes @> ARRAY[h]
-              LIMIT 257) AS c
+              LIMIT 17) AS c
     ) AS m
-    WHERE h IS NOT NULL AND m.n <= 256
+    WHERE h IS NOT NULL AND m.n <= 16
 $$;
 
 -- One query's candidates, with sentence hashes: the rows within cap that

@@ -49,7 +49,7 @@ __all__ = ["DEFAULT_VERIFY", "PARTITION_INTERVALS", "SCHEMA_HEAD", "Opened",
 
 # A new store verifies every text: measured on ../shared/eval through the
 # store, "all" is the only mode that meets the long-text targets (P 1.000,
-# R 0.991 against R 0.395 at k = 3 unverified; docs/quality.md). A long text
+# R 0.982 against R 0.395 at k = 3 unverified; docs/quality.md). A long text
 # query (a title too) probes 11 margin-ranked values per block with a cap of
 # 13 plus its sentence signature and sentence hashes (48 look-ups), and its
 # add takes only shared and per-value locks (store/locking.py).

@@ -100,7 +100,7 @@ LONG_THRESHOLD = 0.78
 # cheapest values by squared vote margins (its own value first) with a Hamming
 # cap of PROBE_CAP, plus the sentence signature and each of its three longest
 # sentences (revision 0015): 48 look-ups instead of radius 11's 548, recall
-# through the store 0.991 on the eval's long pairs (0.964 without the three). A cap of
+# through the store 0.982 on the eval's long pairs (0.964 without the three). A cap of
 # 11 loses recall (0.934 at T = 10): the probes reach farther than radius 11
 # in the bits that matter. The store records both in simhash_meta ('probes').
 PROBE_T = 11
