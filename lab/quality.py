@@ -45,11 +45,7 @@ import numpy.typing as npt
 from lab.evaluation import EvalSet, PairScores, default_eval_dir, load_eval
 from simhash_pg import verify as V
 from simhash_pg.text.schemes import get_scheme
-from simhash_pg.text.signatures import (
-    SHARED_SENTENCE_CAP,
-    sentence_keys_normalized,
-    sentences_meet,
-)
+from simhash_pg.text.signatures import SHARED_SENTENCE_CAP, sentences_meet
 from simhash_pg.text.simhash import Fingerprinter
 
 __all__ = [
@@ -330,7 +326,10 @@ def signature_matches(ps: PairSet, scheme: Any = None) -> npt.NDArray[np.bool_]:
     than :data:`SHARED_SENTENCE_CAP` finds nothing (``simhash_sentence_matches``).
     """
     fp = Fingerprinter(scheme)
-    keys = {i: sentence_keys_normalized(fp.normalize(t)) for i, t in ps.texts.items()}
+    keys = {}
+    for i, t in ps.texts.items():
+        norm = fp.normalize(t)
+        keys[i] = V.sentence_keys(norm, V.alnum_only(norm))
     held = Counter(h for _, hs in keys.values() for h in set(hs))
     common = {h for h, n in held.items() if n > SHARED_SENTENCE_CAP}
     keys = {i: (s, tuple(h for h in hs if h not in common)) for i, (s, hs) in keys.items()}

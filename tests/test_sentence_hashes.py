@@ -26,6 +26,7 @@ from simhash_pg.text.signatures import (
     MIN_SENTENCE_CHARS,
     SENTENCE_HASH_SEED,
     SHARED_SENTENCE_CAP,
+    TITLE_KEY_SEED,
     longest_sentences,
     sentence_keys_normalized,
     sentence_signature_signed,
@@ -240,3 +241,38 @@ def test_a_reprint_that_kept_one_sentence_is_a_candidate_and_verified(pg_dsn: st
         # a light edit that changes one longest sentence: found as before
         edited = base.replace("second day", "2nd day")
         assert [m.id for m in store.near(edited)] == [first.id]
+
+
+def test_a_title_whose_numbers_changed_is_found_by_its_key(pg_dsn: str) -> None:
+    """30 bits apart (beyond every probe), one title key: found, and verified."""
+    a = "Lakeside school board approves 1999 budget of 117 million"
+    b = "Lakeside school board approves 1597 budget of 1773 million"
+    other = "Lakeside school board rejects 1999 budget of 117 million"
+    with SimhashStore(pg_dsn) as store:
+        store.connection.execute("TRUNCATE simhash_documents RESTART IDENTITY CASCADE")
+        first = store.add(a, dedup=False)
+        assert hamming(store.fingerprinter.fingerprint(a), store.fingerprinter.fingerprint(b)) > 13
+        assert [(m.id, m.distance) for m in store.near(b)] == [(first.id, 30)]
+        res = store.add(b)
+        assert not res.inserted and res.duplicate_of == first.id
+        # another word is another key: not found by it
+        assert first.id not in [m.id for m in store.near(other) if m.distance > 13]
+    with SimhashStore(pg_dsn, verify="short") as store:  # a title key counts under "all" only
+        assert store.near(b) == []
+
+
+def test_title_keys_are_those_of_the_definition() -> None:
+    from simhash_pg.verify import sentence_keys
+
+    norm = normalize("Storm leaves 341 homes without power for 69 days")
+    vtext = "stormleaves341homeswithoutpowerfor69days"
+    _, keys = sentence_keys(norm, vtext)
+    bare = "stormleaveshomeswithoutpowerfordays"
+    # the title key, and the title as a sentence of 30+ characters
+    sentence = to_signed(xxhash.xxh3_64_intdigest(vtext.encode(), SENTENCE_HASH_SEED))
+    title = to_signed(xxhash.xxh3_64_intdigest(bare.encode(), TITLE_KEY_SEED))
+    assert keys == tuple(sorted([sentence, title]))
+    assert sentence_keys(normalize("Storm 2024"), "storm2024") == (None, ())  # too few letters
+    long_norm = normalize(" ".join(["The storm closed every road in the northern district."] * 3))
+    assert all(k != to_signed(xxhash.xxh3_64_intdigest(b"x", TITLE_KEY_SEED))
+               for k in sentence_keys(long_norm, "x" * 60)[1])

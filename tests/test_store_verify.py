@@ -8,6 +8,7 @@ exactly, and add_many must decide as sequential add() calls would.
 from __future__ import annotations
 
 import random
+import re
 import threading
 from collections import Counter
 from typing import Any
@@ -22,8 +23,10 @@ from simhash_pg.bits import blocks, to_signed, to_unsigned
 from simhash_pg.store import Doc, SimhashStore
 from simhash_pg.text.signatures import (
     MIN_SENTENCE_CHARS,
+    MIN_TITLE_KEY_CHARS,
     SENTENCE_HASH_SEED,
     SHARED_SENTENCE_CAP,
+    TITLE_KEY_SEED,
     longest_sentences,
     sentence_signature_signed,
 )
@@ -77,6 +80,9 @@ def brute_near(store: SimhashStore, text: str, k: int) -> list[tuple[int, int]]:
         for s in longest_sentences(text, html=sc.html, t2s=sc.t2s, visible=bool(sc.visible))
         if len(s) >= MIN_SENTENCE_CHARS
     }
+    bare = re.sub(r"\d", "", q)  # a title's key: its verification text without digits
+    if len(q) < 100 and len(bare) >= MIN_TITLE_KEY_CHARS:
+        qhashes.add(to_signed(xxhash.xxh3_64_intdigest(bare.encode(), TITLE_KEY_SEED)))
     fp, probes = store.fingerprinter.fingerprint_probes(text, PROBE_T)
     probed = store.verify == "all" and k <= 3
     stored = rows(store)

@@ -38,10 +38,12 @@ __all__ = [
     "DEFAULT_SENTENCES",
     "MIN_SENTENCE_CHARS",
     "MIN_SIGNATURE_CHARS",
+    "MIN_TITLE_KEY_CHARS",
     "SENTENCE_HASH_SEED",
     "SHARED_SENTENCE_CAP",
     "SIGNATURE_SEED",
     "SIGNATURE_VERSION",
+    "TITLE_KEY_SEED",
     "longest_sentences",
     "sentence_keys_normalized",
     "sentence_signature",
@@ -49,6 +51,7 @@ __all__ = [
     "sentence_signature_signed",
     "sentences_meet",
     "split_sentences",
+    "title_key",
 ]
 
 SIGNATURE_VERSION = 1
@@ -70,6 +73,14 @@ SENTENCE_HASH_SEED = 0x5348_5047_5353_4E54  # "SHPGSSNT"
 # eval's long pairs is 0.982 at 8-64 and 0.991 at 256. The SQL's
 # simhash_sentence_matches holds the same number (a test keeps them equal).
 SHARED_SENTENCE_CAP = 16
+# A short text's (a title's) key: its verification text without digits, so
+# that a title whose numbers changed (a date, a count, a score: the tokens
+# news titles edit most) meets its other version exactly. Fewer letters than
+# this say too little to be a key. In the sentence hashes' column, under a
+# seed of its own.
+MIN_TITLE_KEY_CHARS = 8
+TITLE_KEY_SEED = 0x5348_5047_5449_544C  # "SHPGTITL"
+_DIGITS = re.compile(r"\d+")
 
 _SPLIT = re.compile(r"(?<=[。！？!?；;])|(?<=[.…])\s+")
 _SEP = "\x1f"
@@ -143,6 +154,15 @@ def _sentence_hashes(chosen: list[str]) -> tuple[int, ...]:
         to_signed(xxhash.xxh3_64_intdigest(c.encode("utf-8"), SENTENCE_HASH_SEED))
         for c in chosen if len(c) >= MIN_SENTENCE_CHARS
     ))
+
+
+def title_key(vtext: str) -> int | None:
+    """The signed key of a short text's verification text ``vtext``: xxh3 of it with its
+    digits removed, or None when fewer than :data:`MIN_TITLE_KEY_CHARS` characters remain."""
+    bare = _DIGITS.sub("", vtext)
+    if len(bare) < MIN_TITLE_KEY_CHARS:
+        return None
+    return to_signed(xxhash.xxh3_64_intdigest(bare.encode("utf-8"), TITLE_KEY_SEED))
 
 
 def sentence_keys_normalized(

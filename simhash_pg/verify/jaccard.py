@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from simhash_pg.text.charclass import alnum_only
 from simhash_pg.text.normalize import normalize
-from simhash_pg.text.signatures import sentence_keys_normalized
+from simhash_pg.text.signatures import sentence_keys_normalized, title_key
 
 __all__ = [
     "LONG_NGRAM",
@@ -39,6 +39,7 @@ __all__ = [
     "from_norm_sig",
     "is_short",
     "ngram_for",
+    "sentence_keys",
     "shingles",
     "similarity",
     "verification_text",
@@ -47,6 +48,10 @@ __all__ = [
 # A text is short when its verification text has fewer characters than this.
 # Titles and comments fall below, every news article and licence above.
 SHORT_TEXT_CHARS = 50
+# Texts this short get a title key (sentence_keys): twice the short length, so
+# that both sides of a short pair (one side under 50 characters, the other a
+# few characters longer) have one.
+TITLE_KEY_TEXT_CHARS = 2 * SHORT_TEXT_CHARS
 SHORT_NGRAM = 2
 LONG_NGRAM = 3
 
@@ -178,5 +183,21 @@ def from_norm(norm: str) -> VText:
 
 def from_norm_sig(norm: str) -> VText:
     """VText of an already normalised text, with its sentence signature and hashes."""
+    vtext = alnum_only(norm)
+    sig, hashes = sentence_keys(norm, vtext)
+    return VText(vtext, sig, hashes=hashes)
+
+
+def sentence_keys(norm: str, vtext: str) -> tuple[int | None, tuple[int, ...]]:
+    """A text's sentence keys: its signature, and the hashes of its longest sentences
+    plus, for a text under :data:`TITLE_KEY_TEXT_CHARS`, its :func:`title_key`; sorted.
+
+    ``vtext`` is ``norm``'s verification text. What the store keeps in
+    ``sentence_signature`` and ``sentence_hashes``, and looks up.
+    """
     sig, hashes = sentence_keys_normalized(norm)
-    return VText(alnum_only(norm), sig, hashes=hashes)
+    if len(vtext) < TITLE_KEY_TEXT_CHARS:
+        key = title_key(vtext)
+        if key is not None:
+            hashes = tuple(sorted({*hashes, key}))
+    return sig, hashes

@@ -318,7 +318,10 @@ class VerifyPolicy:
         if short:
             if self.verifies:
                 limit = self.probe_cap if probed and self.mode == "all" else self.short_k
-                return PairTest(max(k, limit), False, self.threshold(True))
+                # under "all" a title's key (digits removed) is a sentence key
+                # too (revision 0015): it makes a candidate, the rule decides
+                return PairTest(max(k, limit), self.mode == "all" and bool(self.signature),
+                                self.threshold(True))
             return by_distance(k)
         if self.mode == "all":
             limit = self.probe_cap if probed else self.long_k
