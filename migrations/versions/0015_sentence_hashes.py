@@ -30,3 +30,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     run_sql("0015_sentence_hashes_drop.sql")
+    # the single form without hashes searches on its own again: 0014's definition
+    run_sql("0014_probes_one.sql")

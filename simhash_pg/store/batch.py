@@ -272,8 +272,7 @@ def _in_batch(index: BatchIndex, fp: int, vt: VText, o: BatchOptions) -> Hit | N
     kept = filter_candidates(
         vt.text,
         (Candidate(index.ids[pos], index.keys[pos], d, None, index.vtexts[pos],
-                   bool(o.policy.signature)
-                   and sentences_meet(vt.sig, vt.hashes, index.sigs[pos], index.hashes[pos]))
+                   sentences_meet(vt.sig, vt.hashes, index.sigs[pos], index.hashes[pos]))
          for pos, d in hits),
         o.k, o.policy, probed=probed,
     )

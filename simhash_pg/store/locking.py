@@ -68,12 +68,15 @@ import random
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import psycopg
 
 from simhash_pg.bits import blocks_array
+
+if TYPE_CHECKING:
+    from simhash_pg.verify.jaccard import VText
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
@@ -206,7 +209,7 @@ def signature_lock_key(sig: int) -> int:
     return x - (1 << 32) if x >= 1 << 31 else x
 
 
-def sentence_lock_values(vt: Any) -> list[int]:
+def sentence_lock_values(vt: VText) -> list[int]:
     """What a probed text's add locks of its sentences: its signature and each sentence hash.
 
     Both find rows by equality, so two texts that could meet through them

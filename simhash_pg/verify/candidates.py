@@ -162,7 +162,8 @@ def lookup(
         todo.append((_PROBES_ONE, [fps[i], *texts[i].probes,  # type: ignore[misc]
                                    max(k, policy.probe_cap),
                                    texts[i].sig if policy.signature else None,
-                                   list(texts[i].hashes) if policy.signature else None]))
+                                   (list(texts[i].hashes) or None) if policy.signature
+                                   else None]))
     elif probed:
         todo.append((_PROBES, [
             [fps[i] for i in probed],
