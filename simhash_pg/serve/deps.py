@@ -33,7 +33,7 @@ from simhash_pg.store import SimhashStore, opening
 T = TypeVar("T")
 
 __all__ = ["ServeState", "Store", "get_state", "get_store", "require_read", "require_write",
-           "with_store"]
+           "token_accepts", "with_store"]
 
 
 @dataclass
@@ -137,13 +137,24 @@ _bearer = HTTPBearer(auto_error=False, description="The server's token (`--token
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
-def _check_token(request: Request, creds: HTTPAuthorizationCredentials | None) -> None:
-    token = get_state(request).settings.token
-    if token is None:
-        return
+def token_accepts(settings: Settings, given: bytes | None, write: bool) -> bool:
+    """Whether a request with bearer credentials ``given`` (None: none) may go on.
+
+    Writes need the server's token, if it has one; reads only with
+    ``--token-for-reads``. The one rule, for the endpoints' dependencies and
+    the fast path (fast.py).
+    """
+    token = settings.token
+    if token is None or not (write or settings.token_for_reads):
+        return True
     # constant time: a wrong guess learns nothing from how long the answer took
-    given = creds.credentials.encode() if creds is not None else b""
-    if not secrets.compare_digest(given, token.encode()):
+    return secrets.compare_digest(given or b"", token.encode())
+
+
+def _check_token(request: Request, creds: HTTPAuthorizationCredentials | None,
+                 write: bool) -> None:
+    given = creds.credentials.encode() if creds is not None else None
+    if not token_accepts(get_state(request).settings, given, write):
         raise HTTPException(
             401, "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
             headers={"WWW-Authenticate": "Bearer"},
@@ -153,11 +164,10 @@ def _check_token(request: Request, creds: HTTPAuthorizationCredentials | None) -
 async def require_write(request: Request,
                   creds: Credentials) -> None:
     """Writes need the token, if the server has one."""
-    _check_token(request, creds)
+    _check_token(request, creds, write=True)
 
 
 async def require_read(request: Request,
                  creds: Credentials) -> None:
     """Reads need the token only if the server says so (``--token-for-reads``)."""
-    if get_state(request).settings.token_for_reads:
-        _check_token(request, creds)
+    _check_token(request, creds, write=False)

@@ -24,7 +24,6 @@ under the same endpoint labels.
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +34,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from simhash_pg.serve import api
-from simhash_pg.serve.deps import ServeState
+from simhash_pg.serve.deps import ServeState, token_accepts
 from simhash_pg.serve.models import AddIn, NearBatchIn, NearIn
 from simhash_pg.store import AddResult, SimhashStore
 
@@ -103,14 +102,11 @@ class FastPath:
     @staticmethod
     def _authorised(state: ServeState, authorization: bytes | None, write: bool) -> bool:
         """As deps.require_write/require_read decide; False: FastAPI answers (401)."""
-        token = state.settings.token
-        if token is None or not (write or state.settings.token_for_reads):
-            return True
         scheme, _, given = (authorization or b"").partition(b" ")
         # ASCII only: Starlette reads a header as latin-1, so FastAPI's check of
         # other bytes may differ from a plain comparison; it judges those itself
-        return (scheme.lower() == b"bearer" and given.isascii()
-                and secrets.compare_digest(given, token.encode()))
+        bearer = scheme.lower() == b"bearer" and given.isascii()
+        return token_accepts(state.settings, given if bearer else None, write)
 
     @staticmethod
     def _parse(model: type[BaseModel], body: bytes) -> BaseModel | None:
