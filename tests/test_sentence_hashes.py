@@ -26,6 +26,7 @@ from simhash_pg.text.signatures import (
     MIN_SENTENCE_CHARS,
     SENTENCE_HASH_SEED,
     SHARED_SENTENCE_CAP,
+    TITLE_GAP_SEED,
     TITLE_KEY_SEED,
     longest_sentences,
     sentence_keys_normalized,
@@ -255,10 +256,77 @@ def test_a_title_whose_numbers_changed_is_found_by_its_key(pg_dsn: str) -> None:
         assert [(m.id, m.distance) for m in store.near(b)] == [(first.id, 30)]
         res = store.add(b)
         assert not res.inserted and res.duplicate_of == first.id
-        # another word is another key: not found by it
+        # another word as well is another title: no key in common, not found
         assert first.id not in [m.id for m in store.near(other) if m.distance > 13]
     with SimhashStore(pg_dsn, verify="short") as store:  # a title key counts under "all" only
         assert store.near(b) == []
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    # a word swapped: 38 bits apart
+    ("Regional hospital opens maternity ward after two year delay",
+     "Regional clinic opens maternity ward after two year delay"),
+    # a synonym of two characters (下调 -> 降低): 16 bits apart
+    ("央行宣布下调存款准备金率以支持小微企业发展", "央行宣布降低存款准备金率以支持小微企业发展"),
+    # a word left out, and a site prefix added
+    ("Regional hospital opens maternity ward after two year delay",
+     "Regional hospital opens maternity ward after year delay"),
+    ("Regional hospital opens maternity ward after two year delay",
+     "Exclusive: Regional hospital opens maternity ward after two year delay"),
+])
+def test_a_title_with_one_word_changed_is_found_by_a_gap_key(
+    pg_dsn: str, a: str, b: str
+) -> None:
+    """Beyond the probes' cap, the two titles share a gap key: found, and the rule decides."""
+    from simhash_pg.verify import sentence_keys, verification_text
+
+    with SimhashStore(pg_dsn) as store:
+        store.connection.execute("TRUNCATE simhash_documents RESTART IDENTITY CASCADE")
+        first = store.add(a, dedup=False)
+        fa, fb = store.fingerprinter.fingerprint(a), store.fingerprinter.fingerprint(b)
+        keys = [sentence_keys(normalize(t), verification_text(t))[1] for t in (a, b)]
+        assert set(keys[0]) & set(keys[1])
+        if hamming(fa, fb) > 13:  # the key is the only way there
+            assert [(m.id, m.distance) for m in store.near(b)] == [(first.id, hamming(fa, fb))]
+        res = store.add(b)
+        assert not res.inserted and res.duplicate_of == first.id
+        # two words apart, in two places: no gap covers both, and 20 bits is beyond the cap
+        two = "Regional hospital closes maternity ward after two year dispute"
+        if a.startswith("Regional") and hamming(fa, store.fingerprinter.fingerprint(two)) > 13:
+            assert store.near(two) == []
+
+
+def test_title_gap_keys_are_those_of_the_definition() -> None:
+    from simhash_pg.verify import sentence_keys
+
+    title = "Storm leaves 341 homes without power"
+    _, keys = sentence_keys(normalize(title), "stormleaves341homeswithoutpower")
+    words = ["storm", "leaves", "homes", "without", "power"]  # digits removed
+
+    def gap(i: int, width: int, words: list[str] = words) -> int:
+        text = "\x1f".join([*words[:i], "\x1e", *words[i + width:]])
+        return to_signed(xxhash.xxh3_64_intdigest(text.encode(), TITLE_GAP_SEED))
+
+    whole = to_signed(xxhash.xxh3_64_intdigest(b"stormleaveshomeswithoutpower", TITLE_KEY_SEED))
+    # the whole title, each word left out, and each two neighbours left out;
+    # "without power" left out keeps "stormleaveshomes": 16 letters, enough
+    # (and the title as a sentence of 30+ characters)
+    sentence = to_signed(xxhash.xxh3_64_intdigest(b"stormleaves341homeswithoutpower",
+                                                  SENTENCE_HASH_SEED))
+    want = ({whole, sentence} | {gap(i, 1) for i in range(5)}
+            | {gap(i, 2) for i in range(4)})
+    assert set(keys) == want and list(keys) == sorted(keys)
+    # a Chinese title is cut into jieba's dictionary words
+    from simhash_pg.text.signatures import title_words
+
+    assert title_words(normalize("央行宣布下调存款准备金率")) == ["央行", "宣布", "下调", "存款",
+                                                          "准备金率"]
+    # too few letters for a key, too few words for a gap
+    assert sentence_keys(normalize("Rain ran"), "rainran") == (None, ())
+    # a gap must leave two words and 8 letters: of "rain ran late", only "rain _ late"
+    _, three = sentence_keys(normalize("Rain ran late"), "rainranlate")
+    assert set(three) == {to_signed(xxhash.xxh3_64_intdigest(b"rainranlate", TITLE_KEY_SEED)),
+                          gap(1, 1, ["rain", "ran", "late"])}
 
 
 def test_title_keys_are_those_of_the_definition() -> None:
@@ -271,7 +339,7 @@ def test_title_keys_are_those_of_the_definition() -> None:
     # the title key, and the title as a sentence of 30+ characters
     sentence = to_signed(xxhash.xxh3_64_intdigest(vtext.encode(), SENTENCE_HASH_SEED))
     title = to_signed(xxhash.xxh3_64_intdigest(bare.encode(), TITLE_KEY_SEED))
-    assert keys == tuple(sorted([sentence, title]))
+    assert {sentence, title} <= set(keys)  # and its gap keys (the test below)
     assert sentence_keys(normalize("Storm 2024"), "storm2024") == (None, ())  # too few letters
     long_norm = normalize(" ".join(["The storm closed every road in the northern district."] * 3))
     assert all(k != to_signed(xxhash.xxh3_64_intdigest(b"x", TITLE_KEY_SEED))

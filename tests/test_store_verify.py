@@ -26,6 +26,7 @@ from simhash_pg.text.signatures import (
     MIN_TITLE_KEY_CHARS,
     SENTENCE_HASH_SEED,
     SHARED_SENTENCE_CAP,
+    TITLE_GAP_SEED,
     TITLE_KEY_SEED,
     longest_sentences,
     sentence_signature_signed,
@@ -83,6 +84,14 @@ def brute_near(store: SimhashStore, text: str, k: int) -> list[tuple[int, int]]:
     bare = re.sub(r"\d", "", q)  # a title's key: its verification text without digits
     if len(q) < 100 and len(bare) >= MIN_TITLE_KEY_CHARS:
         qhashes.add(to_signed(xxhash.xxh3_64_intdigest(bare.encode(), TITLE_KEY_SEED)))
+    if len(q) < 100:  # and its gap keys: its words with one run of 1 or 2 left out
+        words = [w for w in (re.sub(r"[\W\d_]", "", w) for w in text.lower().split()) if w]
+        for width in (1, 2):
+            for i in range(len(words) - width + 1):
+                kept = words[:i] + words[i + width:]
+                if len(kept) >= 2 and len("".join(kept)) >= MIN_TITLE_KEY_CHARS:
+                    gap = "\x1f".join([*words[:i], "\x1e", *words[i + width:]])
+                    qhashes.add(to_signed(xxhash.xxh3_64_intdigest(gap.encode(), TITLE_GAP_SEED)))
     fp, probes = store.fingerprinter.fingerprint_probes(text, PROBE_T)
     probed = store.verify == "all" and k <= 3
     stored = rows(store)

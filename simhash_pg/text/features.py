@@ -44,6 +44,7 @@ __all__ = [
     "feature_hash",
     "resolve_auto",
     "warm_up",
+    "zh_words",
 ]
 
 # Part of every scheme's definition (version 1): never change it.
@@ -173,6 +174,12 @@ class _Jieba:
                 self.hashes[tok], self.idfs[tok] = 0, 0.0
             else:
                 self.hashes[tok], self.idfs[tok] = feature_hash(tok), idf.get(tok, median)
+
+
+def zh_words(text: str) -> list[str]:
+    """jieba's dictionary words of ``text`` (no HMM guesses: the same words on every
+    machine), from the private tokenizer the fingerprints use."""
+    return list(_Jieba.get().tokenizer.cut(text, HMM=False))
 
 
 def clear_caches() -> None:

@@ -43,6 +43,8 @@ __all__ = [
     "SHARED_SENTENCE_CAP",
     "SIGNATURE_SEED",
     "SIGNATURE_VERSION",
+    "TITLE_GAP_SEED",
+    "TITLE_GAP_TOKENS",
     "TITLE_KEY_SEED",
     "longest_sentences",
     "sentence_keys_normalized",
@@ -52,6 +54,8 @@ __all__ = [
     "sentences_meet",
     "split_sentences",
     "title_key",
+    "title_keys",
+    "title_words",
 ]
 
 SIGNATURE_VERSION = 1
@@ -80,7 +84,21 @@ SHARED_SENTENCE_CAP = 16
 # seed of its own.
 MIN_TITLE_KEY_CHARS = 8
 TITLE_KEY_SEED = 0x5348_5047_5449_544C  # "SHPGTITL"
+# A title's gap keys: its words (digits removed) with one run of up to this
+# many words left out, the gap marked. The labelling rule takes a title as a
+# duplicate while at most ~20% of its character bigrams differ, which on
+# 10-40 characters is one edit of 2-7 characters: one or two words (a Chinese
+# word is ~2 characters, an English one ~5). Two titles that differ by one
+# such edit (a word swapped for another, a word or a site prefix added or
+# left out) share a key: the edit's words fall in the gap of each. A title of
+# n words has about 2n of them; each is almost the whole title, so few
+# stored titles hold one.
+TITLE_GAP_TOKENS = 2
+TITLE_GAP_SEED = 0x5348_5047_5447_4150  # "SHPGTGAP"
 _DIGITS = re.compile(r"\d+")
+_HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
+_GAP_MARK = "\x1e"  # the left-out words
+_WORD_SEP = "\x1f"
 
 _SPLIT = re.compile(r"(?<=[。！？!?；;])|(?<=[.…])\s+")
 _SEP = "\x1f"
@@ -163,6 +181,50 @@ def title_key(vtext: str) -> int | None:
     if len(bare) < MIN_TITLE_KEY_CHARS:
         return None
     return to_signed(xxhash.xxh3_64_intdigest(bare.encode("utf-8"), TITLE_KEY_SEED))
+
+
+def title_words(norm: str) -> list[str]:
+    """The words of a short normalised text, as :func:`title_keys` counts them.
+
+    Space-separated words reduced to their letters and marks (digits
+    removed); a word with Chinese characters is cut into jieba's dictionary
+    words (:func:`simhash_pg.text.features.zh_words`), since Chinese has no spaces.
+    """
+    out: list[str] = []
+    for raw in norm.split():
+        word = alnum_only(_DIGITS.sub("", raw))
+        if not word:
+            continue
+        if _HAN.search(word):
+            from simhash_pg.text.features import zh_words  # jieba only when needed
+
+            out.extend(w for w in map(alnum_only, zh_words(word)) if w)
+        else:
+            out.append(word)
+    return out
+
+
+def title_keys(norm: str, vtext: str) -> tuple[int, ...]:
+    """A short text's keys: its :func:`title_key` and its gap keys, signed, sorted.
+
+    ``vtext`` is ``norm``'s verification text. A gap key is the xxh3 (under
+    :data:`TITLE_GAP_SEED`) of :func:`title_words` with one run of 1 to
+    :data:`TITLE_GAP_TOKENS` words replaced by a gap mark, for each such run
+    that leaves at least two words and :data:`MIN_TITLE_KEY_CHARS` letters.
+    """
+    keys: set[int] = set()
+    whole = title_key(vtext)
+    if whole is not None:
+        keys.add(whole)
+    words = title_words(norm)
+    for width in range(1, TITLE_GAP_TOKENS + 1):
+        for i in range(len(words) - width + 1):
+            kept = words[:i] + words[i + width:]
+            if len(kept) < 2 or sum(map(len, kept)) < MIN_TITLE_KEY_CHARS:
+                continue
+            text = _WORD_SEP.join([*words[:i], _GAP_MARK, *words[i + width:]])
+            keys.add(to_signed(xxhash.xxh3_64_intdigest(text.encode("utf-8"), TITLE_GAP_SEED)))
+    return tuple(sorted(keys))
 
 
 def sentence_keys_normalized(

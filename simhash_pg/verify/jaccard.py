@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from simhash_pg.text.charclass import alnum_only
 from simhash_pg.text.normalize import normalize
-from simhash_pg.text.signatures import sentence_keys_normalized, title_key
+from simhash_pg.text.signatures import sentence_keys_normalized, title_keys
 
 __all__ = [
     "LONG_NGRAM",
@@ -190,14 +190,14 @@ def from_norm_sig(norm: str) -> VText:
 
 def sentence_keys(norm: str, vtext: str) -> tuple[int | None, tuple[int, ...]]:
     """A text's sentence keys: its signature, and the hashes of its longest sentences
-    plus, for a text under :data:`TITLE_KEY_TEXT_CHARS`, its :func:`title_key`; sorted.
+    plus, for a text under :data:`TITLE_KEY_TEXT_CHARS`, its :func:`title_keys`; sorted.
 
     ``vtext`` is ``norm``'s verification text. What the store keeps in
     ``sentence_signature`` and ``sentence_hashes``, and looks up.
     """
     sig, hashes = sentence_keys_normalized(norm)
     if len(vtext) < TITLE_KEY_TEXT_CHARS:
-        key = title_key(vtext)
-        if key is not None:
-            hashes = tuple(sorted({*hashes, key}))
+        keys = title_keys(norm, vtext)
+        if keys:
+            hashes = tuple(sorted({*hashes, *keys}))
     return sig, hashes
