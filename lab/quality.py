@@ -523,16 +523,26 @@ def decide(
 def probe_hits(
     ps: PairSet, scheme: Any = None, t: int = V.PROBE_T, workers: int | None = None
 ) -> npt.NDArray[np.bool_]:
-    """Whether one of ``b``'s block values is among ``a``'s ``t`` probe values of that block.
+    """Whether one of ``b``'s block values is among ``a``'s probe values of that block.
 
-    The probe values are the store's (``Fingerprinter.fingerprint_many_probes``).
+    The probe values are the store's: ``t`` per block
+    (``Fingerprinter.fingerprint_many_probes``), fewer where ``a``'s keys take
+    part of the look-up budget (``VerifyPolicy.probe_count``).
     """
     from simhash_pg.bits import blocks_array
 
     fper = Fingerprinter(scheme)
     ids = sorted(ps.texts)
     got = fper.fingerprint_many_probes([ps.texts[i] for i in ids], V.alnum_only, t, workers)
-    probes = {i: pr for i, (_, _, pr) in zip(ids, got, strict=True)}
+    # as many of them as the look-up budget leaves beside the text's keys
+    policy = V.VerifyPolicy("all", probe_t=t)
+    probes = {}
+    for i, (_, vtext, pr) in zip(ids, got, strict=True):
+        if pr is not None and vtext is not None:
+            sig, hashes = V.sentence_keys(fper.normalize(ps.texts[i]), vtext)
+            n = policy.probe_count(sig, hashes)
+            pr = (pr[0][:n], pr[1][:n], pr[2][:n], pr[3][:n])
+        probes[i] = pr
     fps = {i: fp for i, (fp, _, _) in zip(ids, got, strict=True)}
     out = np.zeros(len(ps), dtype=bool)
     for n, (a, b) in enumerate(zip(ps.a, ps.b, strict=True)):

@@ -344,3 +344,45 @@ def test_title_keys_are_those_of_the_definition() -> None:
     long_norm = normalize(" ".join(["The storm closed every road in the northern district."] * 3))
     assert all(k != to_signed(xxhash.xxh3_64_intdigest(b"x", TITLE_KEY_SEED))
                for k in sentence_keys(long_norm, "x" * 60)[1])
+
+
+@given(st.lists(st.sampled_from(["ab", "storm", "x", "council", "河流", "上涨", "7", "o'neil"]),
+                min_size=1, max_size=60))
+@HYPO
+def test_a_short_texts_keys_leave_room_for_its_own_block_values(words: list[str]) -> None:
+    """Every text's key look-ups and its 4 own block values fit the look-up budget, and a
+    probed text carries as many probe values as the budget leaves (both paths)."""
+    from simhash_pg.text.charclass import alnum_only
+    from simhash_pg.text.simhash import Fingerprinter, NoFeaturesError
+    from simhash_pg.verify import LOOKUP_BUDGET, VerifyPolicy, sentence_keys
+    from simhash_pg.verify.candidates import text_and_vtext, texts_and_vtexts
+
+    text = " ".join(words)
+    norm = normalize(text)
+    sig, hashes = sentence_keys(norm, alnum_only(norm))
+    assert (sig is not None) + len(hashes) + 4 <= LOOKUP_BUDGET
+    fper, policy = Fingerprinter(), VerifyPolicy("all")
+    try:
+        _, vt = text_and_vtext(fper, text, policy)
+    except NoFeaturesError:
+        return
+    t = policy.probe_count(vt.sig, vt.hashes)
+    assert vt.probes is not None and all(len(b) == t for b in vt.probes)
+    assert 4 * t + (vt.sig is not None) + len(vt.hashes) <= LOOKUP_BUDGET or t == 1
+    ((_, bulk),) = texts_and_vtexts(fper, [text], policy, workers=1)
+    assert bulk == vt
+
+
+def test_gap_keys_only_where_a_short_text_can_reach() -> None:
+    from simhash_pg.text.signatures import title_keys
+
+    def keys(text: str) -> set[int]:
+        norm = normalize(text)
+        return set(title_keys(norm, "".join(c for c in norm if c.isalnum())))
+
+    # 21 words: gaps of one word only (21 of them, and the whole title)
+    many = " ".join(f"w{c}" for c in "abcdefghijklmnopqrstu")
+    assert len(keys(many)) == 1 + 21
+    # 62 letters or more: the whole title only (no short text is its duplicate)
+    assert len(keys("Storm " * 12 + "ab")) == 1
+    assert len(keys("Storm " * 10 + "abcdefghij")) > 1  # 60 letters

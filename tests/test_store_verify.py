@@ -84,15 +84,20 @@ def brute_near(store: SimhashStore, text: str, k: int) -> list[tuple[int, int]]:
     bare = re.sub(r"\d", "", q)  # a title's key: its verification text without digits
     if len(q) < 100 and len(bare) >= MIN_TITLE_KEY_CHARS:
         qhashes.add(to_signed(xxhash.xxh3_64_intdigest(bare.encode(), TITLE_KEY_SEED)))
-    if len(q) < 100:  # and its gap keys: its words with one run of 1 or 2 left out
-        words = [w for w in (re.sub(r"[\W\d_]", "", w) for w in text.lower().split()) if w]
-        for width in (1, 2):
+    # and its gap keys: its words with one run of 1 or 2 left out (1 above 20
+    # words, none above 40 or from 62 characters)
+    words = [w for w in (re.sub(r"[\W\d_]", "", w) for w in text.lower().split()) if w]
+    if len(q) < 62 and len(words) <= 40:
+        for width in (1, 2) if len(words) <= 20 else (1,):
             for i in range(len(words) - width + 1):
                 kept = words[:i] + words[i + width:]
                 if len(kept) >= 2 and len("".join(kept)) >= MIN_TITLE_KEY_CHARS:
                     gap = "\x1f".join([*words[:i], "\x1e", *words[i + width:]])
                     qhashes.add(to_signed(xxhash.xxh3_64_intdigest(gap.encode(), TITLE_GAP_SEED)))
     fp, probes = store.fingerprinter.fingerprint_probes(text, PROBE_T)
+    # 48 look-ups: the keys first, then 4 per probe value (at least the own values)
+    t = max(1, min(PROBE_T, (48 - len(qhashes) - (qsig is not None)) // 4))
+    probes = tuple(p[:t] for p in probes)
     probed = store.verify == "all" and k <= 3
     stored = rows(store)
     # a hash more stored rows hold than the cap is boilerplate: it finds nothing

@@ -133,6 +133,25 @@ def test_probe_budget_says_which_queries_probe() -> None:
             V.VerifyPolicy("all", **bad)  # type: ignore[arg-type]
 
 
+def test_probe_count_leaves_the_keys_their_look_ups() -> None:
+    """48 look-ups a probed query: its keys first, then 4 per probe value, never under 1."""
+    p = V.VerifyPolicy("all")
+    assert V.LOOKUP_BUDGET == 48
+    assert p.probe_count(None, ()) == V.PROBE_T  # 44 look-ups
+    assert p.probe_count(7, (1, 2, 3)) == V.PROBE_T  # a long text: 44 + 4 = 48
+    assert p.probe_count(None, tuple(range(5))) == 10  # a title: 40 + 5
+    assert p.probe_count(None, tuple(range(44))) == 1  # 4 + 44
+    assert p.probe_count(7, tuple(range(60))) == 1  # the own block values, always
+    # keys the policy does not look up take nothing from the probes
+    assert V.VerifyPolicy("all", signature=False).probe_count(7, tuple(range(60))) == V.PROBE_T
+    assert V.VerifyPolicy("all", probe_t=4).probe_count(None, ()) == 4
+    with pytest.raises(ValueError, match="probe"):
+        V.VerifyPolicy("all", probe_t=None).probe_count(None, ())
+    ranked = ([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],) * 4
+    vt = p.with_probes(V.VText("x", None, hashes=tuple(range(20))), ranked)  # type: ignore[arg-type]
+    assert vt.probes == ([1, 2, 3, 4, 5, 6, 7],) * 4  # (48 - 20) // 4, the cheapest first
+
+
 def test_accept_rules() -> None:
     title = V.verification_text("Stocks rally as oil prices fall")
     same = V.verification_text("Stocks rally, as oil prices fall!")

@@ -43,8 +43,11 @@ __all__ = [
     "SHARED_SENTENCE_CAP",
     "SIGNATURE_SEED",
     "SIGNATURE_VERSION",
+    "TITLE_GAP_MAX_WORDS",
     "TITLE_GAP_SEED",
+    "TITLE_GAP_TEXT_CHARS",
     "TITLE_GAP_TOKENS",
+    "TITLE_GAP_WIDE_WORDS",
     "TITLE_KEY_SEED",
     "longest_sentences",
     "sentence_keys_normalized",
@@ -94,6 +97,15 @@ TITLE_KEY_SEED = 0x5348_5047_5449_544C  # "SHPGTITL"
 # n words has about 2n of them; each is almost the whole title, so few
 # stored titles hold one.
 TITLE_GAP_TOKENS = 2
+# Only a text that can be a short text's duplicate has gap keys: one side
+# under 50 characters has at most 48 bigrams, and the other may have at most
+# 48 / 0.8 = 60 (61 characters). And a text's keys plus its 4 own block
+# values stay within the look-up budget of a query (48,
+# simhash_pg.verify.rule.LOOKUP_BUDGET): gaps of 1 or 2 words up to 20 words
+# (at most 39 gap keys), of 1 word up to 40, none beyond.
+TITLE_GAP_TEXT_CHARS = 62
+TITLE_GAP_WIDE_WORDS = 20
+TITLE_GAP_MAX_WORDS = 40
 TITLE_GAP_SEED = 0x5348_5047_5447_4150  # "SHPGTGAP"
 _DIGITS = re.compile(r"\d+")
 _HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
@@ -210,14 +222,22 @@ def title_keys(norm: str, vtext: str) -> tuple[int, ...]:
     ``vtext`` is ``norm``'s verification text. A gap key is the xxh3 (under
     :data:`TITLE_GAP_SEED`) of :func:`title_words` with one run of 1 to
     :data:`TITLE_GAP_TOKENS` words replaced by a gap mark, for each such run
-    that leaves at least two words and :data:`MIN_TITLE_KEY_CHARS` letters.
+    that leaves at least two words and :data:`MIN_TITLE_KEY_CHARS` letters;
+    only for a ``vtext`` under :data:`TITLE_GAP_TEXT_CHARS`, with runs of one
+    word only above :data:`TITLE_GAP_WIDE_WORDS` words, none above
+    :data:`TITLE_GAP_MAX_WORDS`.
     """
     keys: set[int] = set()
     whole = title_key(vtext)
     if whole is not None:
         keys.add(whole)
+    if len(vtext) >= TITLE_GAP_TEXT_CHARS:
+        return tuple(sorted(keys))
     words = title_words(norm)
-    for width in range(1, TITLE_GAP_TOKENS + 1):
+    if len(words) > TITLE_GAP_MAX_WORDS:
+        return tuple(sorted(keys))
+    widest = TITLE_GAP_TOKENS if len(words) <= TITLE_GAP_WIDE_WORDS else 1
+    for width in range(1, widest + 1):
         for i in range(len(words) - width + 1):
             kept = words[:i] + words[i + width:]
             if len(kept) < 2 or sum(map(len, kept)) < MIN_TITLE_KEY_CHARS:

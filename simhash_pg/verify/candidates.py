@@ -86,7 +86,7 @@ def text_and_vtext(fingerprinter: Any, text: str, policy: VerifyPolicy) -> tuple
     if policy.probes_texts:
         assert policy.probe_t is not None
         fp, probes = fingerprinter._probes(norm, policy.probe_t)
-        return fp, policy.prepare(norm)._replace(probes=probes)
+        return fp, policy.with_probes(policy.prepare(norm), probes)
     return fingerprinter._vote(norm), policy.prepare(norm)
 
 
@@ -101,7 +101,7 @@ def texts_and_vtexts(
         return cast(list[tuple[int | None, VText | None]],
                     fingerprinter.fingerprint_many_also(texts, policy.prepare, workers))
     got = fingerprinter.fingerprint_many_probes(texts, policy.prepare, policy.probe_t, workers)
-    return [(fp, vt._replace(probes=probes) if vt is not None else None)
+    return [(fp, policy.with_probes(vt, probes) if vt is not None else None)
             for fp, vt, probes in got]
 
 

@@ -58,6 +58,7 @@ __all__ = [
     "KEEP_TEXT_CHARS",
     "LONG_K",
     "LONG_THRESHOLD",
+    "LOOKUP_BUDGET",
     "PROBE_CAP",
     "PROBE_T",
     "RULES",
@@ -105,6 +106,12 @@ LONG_THRESHOLD = 0.78
 # in the bits that matter. The store records both in simhash_meta ('probes').
 PROBE_T = 11
 PROBE_CAP = 13
+# What one probed text query may look up: its key look-ups first (signature,
+# sentence hashes, a title's keys: exact and specific), and the probes get the
+# rest, 4 per value of T (one per block), at least the own block values. A
+# long text has at most 4 keys, so T stays PROBE_T; a title with many gap keys
+# probes fewer values (VerifyPolicy.probe_count).
+LOOKUP_BUDGET = 48
 # With verification only for short texts, a store needs the verification text
 # of documents below this length: a pair with a short side and a side at least
 # twice as long cannot reach SHORT_THRESHOLD, so longer texts need no copy.
@@ -256,6 +263,25 @@ class VerifyPolicy:
         if not self.probes_texts or k > 3:
             return None
         return self.probe_t
+
+    def probe_count(self, sig: int | None, hashes: Sequence[int]) -> int:
+        """Probe values per block of a probed text with these sentence keys.
+
+        :data:`LOOKUP_BUDGET` look-ups in all: the keys the query looks up
+        (under ``signature``), then 4 per probe value per block, at most
+        ``probe_t`` and at least 1 (the own block values: pigeonhole at k <= 3).
+        """
+        if self.probe_t is None:
+            raise ValueError("this policy does not probe texts")
+        keys = ((sig is not None) + len(hashes)) if self.signature else 0
+        return max(1, min(self.probe_t, (LOOKUP_BUDGET - keys) // 4))
+
+    def with_probes(
+        self, vt: VText, probes: tuple[list[int], list[int], list[int], list[int]]
+    ) -> VText:
+        """``vt`` with the first :meth:`probe_count` of each block's ranked ``probes``."""
+        t = self.probe_count(vt.sig, vt.hashes)
+        return vt._replace(probes=(probes[0][:t], probes[1][:t], probes[2][:t], probes[3][:t]))
 
     # -- what a mode needs of a text ------------------------------------------
     @property
