@@ -26,6 +26,7 @@ from simhash_pg.text.signatures import (
     MIN_SENTENCE_CHARS,
     SENTENCE_HASH_SEED,
     SHARED_SENTENCE_CAP,
+    TITLE_BAG_SEED,
     TITLE_GAP_SEED,
     TITLE_KEY_SEED,
     longest_sentences,
@@ -268,11 +269,16 @@ def test_a_title_whose_numbers_changed_is_found_by_its_key(pg_dsn: str) -> None:
      "Regional clinic opens maternity ward after two year delay"),
     # a synonym of two characters (下调 -> 降低): 16 bits apart
     ("央行宣布下调存款准备金率以支持小微企业发展", "央行宣布降低存款准备金率以支持小微企业发展"),
+    # clauses that changed places (the word-set key)
+    ("Storm closes bridge, council delays vote on budget",
+     "Council delays vote on budget, storm closes bridge"),
     # a word left out, and a site prefix added
     ("Regional hospital opens maternity ward after two year delay",
      "Regional hospital opens maternity ward after year delay"),
     ("Regional hospital opens maternity ward after two year delay",
      "Exclusive: Regional hospital opens maternity ward after two year delay"),
+    ("Regional hospital opens maternity ward after two year delay",
+     "Regional hospital opens maternity ward after two year delay - BBC News"),
 ])
 def test_a_title_with_one_word_changed_is_found_by_a_gap_key(
     pg_dsn: str, a: str, b: str
@@ -313,7 +319,13 @@ def test_title_gap_keys_are_those_of_the_definition() -> None:
     # (and the title as a sentence of 30+ characters)
     sentence = to_signed(xxhash.xxh3_64_intdigest(b"stormleaves341homeswithoutpower",
                                                   SENTENCE_HASH_SEED))
-    want = ({whole, sentence} | {gap(i, 1) for i in range(5)}
+    # and the words sorted, the order-free key
+    bag = to_signed(xxhash.xxh3_64_intdigest("\x1f".join(sorted(words)).encode(),
+                                             TITLE_BAG_SEED))
+    # and a gap of no word before and after them (a prefix or suffix added)
+    ends = {to_signed(xxhash.xxh3_64_intdigest("\x1f".join(w).encode(), TITLE_GAP_SEED))
+            for w in (["\x1e", *words], [*words, "\x1e"])}
+    want = ({whole, sentence, bag} | ends | {gap(i, 1) for i in range(5)}
             | {gap(i, 2) for i in range(4)})
     assert set(keys) == want and list(keys) == sorted(keys)
     # a Chinese title is cut into jieba's dictionary words
@@ -324,9 +336,13 @@ def test_title_gap_keys_are_those_of_the_definition() -> None:
     # too few letters for a key, too few words for a gap
     assert sentence_keys(normalize("Rain ran"), "rainran") == (None, ())
     # a gap must leave two words and 8 letters: of "rain ran late", only "rain _ late"
+    # (and the end gaps, which leave every word)
     _, three = sentence_keys(normalize("Rain ran late"), "rainranlate")
     assert set(three) == {to_signed(xxhash.xxh3_64_intdigest(b"rainranlate", TITLE_KEY_SEED)),
-                          gap(1, 1, ["rain", "ran", "late"])}
+                          to_signed(xxhash.xxh3_64_intdigest(b"late\x1frain\x1fran",
+                                                             TITLE_BAG_SEED)),
+                          gap(1, 1, ["rain", "ran", "late"]), gap(0, 0, ["rain", "ran", "late"]),
+                          gap(3, 0, ["rain", "ran", "late"])}
 
 
 def test_title_keys_are_those_of_the_definition() -> None:
@@ -346,7 +362,8 @@ def test_title_keys_are_those_of_the_definition() -> None:
                for k in sentence_keys(long_norm, "x" * 60)[1])
 
 
-@given(st.lists(st.sampled_from(["ab", "storm", "x", "council", "河流", "上涨", "7", "o'neil"]),
+@given(st.lists(st.sampled_from(["ab", "storm", "x", "council", "河流", "上涨", "7", "o'neil",
+                                 "end.", "abcdefghijklmnopqrstuvwxyzabcd."]),
                 min_size=1, max_size=60))
 @HYPO
 def test_a_short_texts_keys_leave_room_for_its_own_block_values(words: list[str]) -> None:
@@ -380,9 +397,12 @@ def test_gap_keys_only_where_a_short_text_can_reach() -> None:
         norm = normalize(text)
         return set(title_keys(norm, "".join(c for c in norm if c.isalnum())))
 
-    # 21 words: gaps of one word only (21 of them, and the whole title)
-    many = " ".join(f"w{c}" for c in "abcdefghijklmnopqrstu")
-    assert len(keys(many)) == 1 + 21
+    # 20 words: gaps of one word only (20, two end gaps, the whole title, its word set)
+    many = " ".join(f"w{c}" for c in "abcdefghijklmnopqrst")
+    assert len(keys(many)) == 20 + 4
+    assert len(keys(many[3:])) == 19 + 18 + 4  # 19 words: gaps of two words too
+    assert len(keys(" ".join(["x"] * 38))) == 1  # 38 words: the whole title only
+    assert len(keys(" ".join(["x"] * 37))) > 1
     # 62 letters or more: the whole title only (no short text is its duplicate)
     assert len(keys("Storm " * 12 + "ab")) == 1
     assert len(keys("Storm " * 10 + "abcdefghij")) > 1  # 60 letters

@@ -26,6 +26,7 @@ from simhash_pg.text.signatures import (
     MIN_TITLE_KEY_CHARS,
     SENTENCE_HASH_SEED,
     SHARED_SENTENCE_CAP,
+    TITLE_BAG_SEED,
     TITLE_GAP_SEED,
     TITLE_KEY_SEED,
     longest_sentences,
@@ -84,11 +85,15 @@ def brute_near(store: SimhashStore, text: str, k: int) -> list[tuple[int, int]]:
     bare = re.sub(r"\d", "", q)  # a title's key: its verification text without digits
     if len(q) < 100 and len(bare) >= MIN_TITLE_KEY_CHARS:
         qhashes.add(to_signed(xxhash.xxh3_64_intdigest(bare.encode(), TITLE_KEY_SEED)))
-    # and its gap keys: its words with one run of 1 or 2 left out (1 above 20
-    # words, none above 40 or from 62 characters)
+    # and its word-set and gap keys (words with one run of 1 or 2 left out; 1 above
+    # 19 words), none above 37 words or from 62 characters
     words = [w for w in (re.sub(r"[\W\d_]", "", w) for w in text.lower().split()) if w]
-    if len(q) < 62 and len(words) <= 40:
-        for width in (1, 2) if len(words) <= 20 else (1,):
+    if len(q) < 62 and 2 <= len(words) <= 37 and len("".join(words)) >= 8:
+        # the word-set key (its words sorted) and the end gaps (a gap of no word)
+        for seed, parts in ((TITLE_BAG_SEED, sorted(words)), (TITLE_GAP_SEED, ["\x1e", *words]),
+                            (TITLE_GAP_SEED, [*words, "\x1e"])):
+            qhashes.add(to_signed(xxhash.xxh3_64_intdigest("\x1f".join(parts).encode(), seed)))
+        for width in (1, 2) if len(words) <= 19 else (1,):
             for i in range(len(words) - width + 1):
                 kept = words[:i] + words[i + width:]
                 if len(kept) >= 2 and len("".join(kept)) >= MIN_TITLE_KEY_CHARS:

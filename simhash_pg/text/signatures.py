@@ -43,6 +43,7 @@ __all__ = [
     "SHARED_SENTENCE_CAP",
     "SIGNATURE_SEED",
     "SIGNATURE_VERSION",
+    "TITLE_BAG_SEED",
     "TITLE_GAP_MAX_WORDS",
     "TITLE_GAP_SEED",
     "TITLE_GAP_TEXT_CHARS",
@@ -100,13 +101,19 @@ TITLE_GAP_TOKENS = 2
 # Only a text that can be a short text's duplicate has gap keys: one side
 # under 50 characters has at most 48 bigrams, and the other may have at most
 # 48 / 0.8 = 60 (61 characters). And a text's keys plus its 4 own block
-# values stay within the look-up budget of a query (48,
-# simhash_pg.verify.rule.LOOKUP_BUDGET): gaps of 1 or 2 words up to 20 words
-# (at most 39 gap keys), of 1 word up to 40, none beyond.
+# values stay within a query's look-up budget of 48
+# (simhash_pg.verify.rule.LOOKUP_BUDGET): besides its gap keys a text under
+# 62 letters has at most 7 (whole title, word set, two end gaps, two
+# sentences of 30 and a signature), so gaps of 1 or 2 words up to 19 words
+# (37 keys), of 1 word up to 37, none beyond.
 TITLE_GAP_TEXT_CHARS = 62
-TITLE_GAP_WIDE_WORDS = 20
-TITLE_GAP_MAX_WORDS = 40
+TITLE_GAP_WIDE_WORDS = 19
+TITLE_GAP_MAX_WORDS = 37
 TITLE_GAP_SEED = 0x5348_5047_5447_4150  # "SHPGTGAP"
+# The same texts' *word-set key*: their words sorted. The rule compares sets
+# of bigrams, so a title whose clauses or words changed places stays a
+# duplicate; the whole-title key is blind to that order, this one is not.
+TITLE_BAG_SEED = 0x5348_5047_5442_4147  # "SHPGTBAG"
 _DIGITS = re.compile(r"\d+")
 _HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
 _GAP_MARK = "\x1e"  # the left-out words
@@ -217,34 +224,44 @@ def title_words(norm: str) -> list[str]:
 
 
 def title_keys(norm: str, vtext: str) -> tuple[int, ...]:
-    """A short text's keys: its :func:`title_key` and its gap keys, signed, sorted.
+    """A short text's keys: its :func:`title_key`, word-set key and gap keys, signed, sorted.
 
-    ``vtext`` is ``norm``'s verification text. A gap key is the xxh3 (under
+    ``vtext`` is ``norm``'s verification text. The word-set key is the xxh3
+    (under :data:`TITLE_BAG_SEED`) of :func:`title_words` sorted, for two
+    words and :data:`MIN_TITLE_KEY_CHARS` letters or more. A gap key is the xxh3 (under
     :data:`TITLE_GAP_SEED`) of :func:`title_words` with one run of 1 to
     :data:`TITLE_GAP_TOKENS` words replaced by a gap mark, for each such run
-    that leaves at least two words and :data:`MIN_TITLE_KEY_CHARS` letters;
-    only for a ``vtext`` under :data:`TITLE_GAP_TEXT_CHARS`, with runs of one
-    word only above :data:`TITLE_GAP_WIDE_WORDS` words, none above
-    :data:`TITLE_GAP_MAX_WORDS`.
+    that leaves at least two words and :data:`MIN_TITLE_KEY_CHARS` letters,
+    and with a gap mark put before them and after them (an end gap of no word);
+    both only for a ``vtext`` under :data:`TITLE_GAP_TEXT_CHARS` and up to
+    :data:`TITLE_GAP_MAX_WORDS` words, gaps of one word only above
+    :data:`TITLE_GAP_WIDE_WORDS` words.
     """
     keys: set[int] = set()
     whole = title_key(vtext)
     if whole is not None:
         keys.add(whole)
-    if len(vtext) >= TITLE_GAP_TEXT_CHARS:
+    words = title_words(norm) if len(vtext) < TITLE_GAP_TEXT_CHARS else []
+    if not (2 <= len(words) <= TITLE_GAP_MAX_WORDS
+            and sum(map(len, words)) >= MIN_TITLE_KEY_CHARS):
         return tuple(sorted(keys))
-    words = title_words(norm)
-    if len(words) > TITLE_GAP_MAX_WORDS:
-        return tuple(sorted(keys))
+    keys.add(_words_key(sorted(words), TITLE_BAG_SEED))
+    # gaps of no word at either end: a site prefix or suffix of 1-2 words is
+    # the other title's gap there
+    keys.add(_words_key([_GAP_MARK, *words], TITLE_GAP_SEED))
+    keys.add(_words_key([*words, _GAP_MARK], TITLE_GAP_SEED))
     widest = TITLE_GAP_TOKENS if len(words) <= TITLE_GAP_WIDE_WORDS else 1
     for width in range(1, widest + 1):
         for i in range(len(words) - width + 1):
             kept = words[:i] + words[i + width:]
-            if len(kept) < 2 or sum(map(len, kept)) < MIN_TITLE_KEY_CHARS:
-                continue
-            text = _WORD_SEP.join([*words[:i], _GAP_MARK, *words[i + width:]])
-            keys.add(to_signed(xxhash.xxh3_64_intdigest(text.encode("utf-8"), TITLE_GAP_SEED)))
+            if len(kept) >= 2 and sum(map(len, kept)) >= MIN_TITLE_KEY_CHARS:
+                keys.add(_words_key([*words[:i], _GAP_MARK, *words[i + width:]],
+                                    TITLE_GAP_SEED))
     return tuple(sorted(keys))
+
+
+def _words_key(words: list[str], seed: int) -> int:
+    return to_signed(xxhash.xxh3_64_intdigest(_WORD_SEP.join(words).encode("utf-8"), seed))
 
 
 def sentence_keys_normalized(
