@@ -135,8 +135,10 @@ $$;
 -- The rows that hold one of hashes (NULL entries ignored), once per hash
 -- they hold. A hash held by more than 16 rows is boilerplate (a licence
 -- line, a footer repeated on every page of a site) and finds nothing: each
--- hash's scan stops at 17 rows, so a query's hashes cost at most 51 row
--- visits and 48 candidates to verify (each a long text to read and compare).
+-- hash's scan stops at 17 rows, so a long text's three hashes cost at most
+-- 51 row visits and 48 candidates to verify (each a long text to read and
+-- compare); a title's keys (up to 44 of them, each nearly the whole title)
+-- find short texts.
 -- simhash_pg.text.signatures.SHARED_SENTENCE_CAP is the same number.
 -- LANGUAGE sql: inlined, so a caller's LATERAL call becomes one index scan
 -- per hash.
