@@ -406,3 +406,28 @@ def test_gap_keys_only_where_a_short_text_can_reach() -> None:
     # 62 letters or more: the whole title only (no short text is its duplicate)
     assert len(keys("Storm " * 12 + "ab")) == 1
     assert len(keys("Storm " * 10 + "abcdefghij")) > 1  # 60 letters
+
+
+def test_a_pool_loads_jieba_once_before_forking_for_chinese_titles() -> None:
+    """Forked workers inherit jieba's tokenizer from the parent (not one load each per
+    batch), which loads it only for a batch with Chinese text, and not its IDF table."""
+    import subprocess
+    import sys
+
+    code = """
+from simhash_pg.text.features import _Jieba
+from simhash_pg.text.simhash import Fingerprinter
+from simhash_pg.verify import VerifyPolicy
+from simhash_pg.verify.candidates import texts_and_vtexts
+
+fp, policy = Fingerprinter(), VerifyPolicy("all")
+texts_and_vtexts(fp, ["Council delays vote on the budget %d" % i for i in range(300)], policy,
+                 workers=2)
+assert _Jieba._instance is None, "loaded for English titles"
+got = texts_and_vtexts(fp, ["央行宣布下调存款准备金率 %d" % i for i in range(300)], policy,
+                       workers=2)
+assert _Jieba._instance is not None, "not loaded in the parent"
+assert _Jieba._instance._idf is None, "the IDF table loaded for title words"
+assert all(len(vt.hashes) > 5 for _, vt in got)
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -21,6 +21,7 @@ import unicodedata
 from functools import lru_cache
 
 __all__ = [
+    "HAN",
     "MARK_PLANES",
     "alnum_only",
     "has_alnum",
@@ -34,6 +35,9 @@ __all__ = [
 # ~0.5 s; a test checks that the whole code space has no mark outside them.
 MARK_PLANES = ((0, 0x20000), (0xE0000, 0xF0000))
 
+# Chinese characters (the CJK Unified Ideographs, extensions A-F and the
+# compatibility block): what is cut into words by jieba rather than at spaces.
+HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
 _ASCII_WORD = re.compile(r"\w+")
 _ALNUM_RUN = re.compile(r"[^\W_]+")  # letters and digits; in ASCII (no marks) the whole class
 # Huge texts are stripped in pieces, which keeps the list of matches small.

@@ -27,7 +27,7 @@ import numpy.typing as npt
 import xxhash
 
 from simhash_pg.text import charclass
-from simhash_pg.text.charclass import alnum_only, has_alnum, word_pattern
+from simhash_pg.text.charclass import HAN, alnum_only, has_alnum, word_pattern
 from simhash_pg.text.normalize import _t2s
 from simhash_pg.text.schemes import Scheme
 
@@ -44,6 +44,7 @@ __all__ = [
     "feature_hash",
     "resolve_auto",
     "warm_up",
+    "warm_up_zh_words",
     "zh_words",
 ]
 
@@ -118,7 +119,8 @@ def import_jieba() -> Any:
 
 
 class _Jieba:
-    """A private jieba tokenizer and IDF table, loaded once per process.
+    """A private jieba tokenizer and IDF table, loaded once per process (the table on
+    first use).
 
     Private, so that words a user adds to jieba's global tokenizer (or a
     changed global dictionary) never change our fingerprints.
@@ -139,19 +141,33 @@ class _Jieba:
         finally:
             logger.setLevel(level)
         self.tokenizer: Any = tok
-        idf_path = Path(jieba.__file__).parent / "analyse" / "idf.txt"
-        idf: dict[str, float] = {}
-        with idf_path.open(encoding="utf-8") as fh:
-            for line in fh:
-                word, _, value = line.strip().partition(" ")
-                if value:
-                    idf[word] = float(value)
-        self.idf = idf
-        values = sorted(idf.values())
-        self.median_idf = values[len(values) // 2]  # jieba's own definition
+        self._idf_path = Path(jieba.__file__).parent / "analyse" / "idf.txt"
+        self._idf: tuple[dict[str, float], float] | None = None
         # Per-token caches, so a corpus hashes each word once.
         self.hashes: dict[str, int] = {}
         self.idfs: dict[str, float] = {}
+
+    def _idf_table(self) -> tuple[dict[str, float], float]:
+        """The IDF table and its median: only zh-tfidf reads them (a title's words
+        need the tokenizer alone), so they load on first use (~30 MB)."""
+        if self._idf is None:
+            idf: dict[str, float] = {}
+            with self._idf_path.open(encoding="utf-8") as fh:
+                for line in fh:
+                    word, _, value = line.strip().partition(" ")
+                    if value:
+                        idf[word] = float(value)
+            values = sorted(idf.values())
+            self._idf = idf, values[len(values) // 2]  # the median: jieba's own definition
+        return self._idf
+
+    @property
+    def idf(self) -> dict[str, float]:
+        return self._idf_table()[0]
+
+    @property
+    def median_idf(self) -> float:
+        return self._idf_table()[1]
 
     @classmethod
     def get(cls) -> _Jieba:
@@ -174,6 +190,16 @@ class _Jieba:
                 self.hashes[tok], self.idfs[tok] = 0, 0.0
             else:
                 self.hashes[tok], self.idfs[tok] = feature_hash(tok), idf.get(tok, median)
+
+
+def warm_up_zh_words(texts: Iterable[Any]) -> None:
+    """Load jieba's tokenizer now (~0.5 s) if one of ``texts`` has a Chinese character,
+    so that processes forked after this inherit it instead of each loading it for the
+    first Chinese title (:func:`simhash_pg.text.signatures.title_words`)."""
+    if _Jieba._instance is None and any(
+        isinstance(t, str) and HAN.search(t) is not None for t in texts
+    ):
+        _Jieba.get()
 
 
 def zh_words(text: str) -> list[str]:

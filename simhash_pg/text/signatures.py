@@ -31,7 +31,7 @@ import re
 import xxhash
 
 from simhash_pg.bits import to_signed
-from simhash_pg.text.charclass import alnum_only
+from simhash_pg.text.charclass import HAN, alnum_only
 from simhash_pg.text.normalize import normalize
 
 __all__ = [
@@ -115,7 +115,6 @@ TITLE_GAP_SEED = 0x5348_5047_5447_4150  # "SHPGTGAP"
 # duplicate; the whole-title key is blind to that order, this one is not.
 TITLE_BAG_SEED = 0x5348_5047_5442_4147  # "SHPGTBAG"
 _DIGITS = re.compile(r"\d+")
-_HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
 _GAP_MARK = "\x1e"  # the left-out words
 _WORD_SEP = "\x1f"
 
@@ -214,7 +213,7 @@ def title_words(norm: str) -> list[str]:
         word = alnum_only(_DIGITS.sub("", raw))
         if not word:
             continue
-        if _HAN.search(word):
+        if HAN.search(word):
             from simhash_pg.text.features import zh_words  # jieba only when needed
 
             out.extend(w for w in map(alnum_only, zh_words(word)) if w)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from simhash_pg.text.features import warm_up
+from simhash_pg.text.features import warm_up, warm_up_zh_words
 from simhash_pg.text.schemes import Scheme
 
 if TYPE_CHECKING:
@@ -109,8 +109,11 @@ def parallel(
 ) -> list[Any]:
     """``fp``'s results for ``items`` from ``n`` processes, in order."""
     global _worker_fp, _worker_items
-    # Load jieba, OpenCC and the regexes once, here, so forked workers inherit them.
+    # Load jieba, OpenCC and the regexes once, here, so forked workers inherit them
+    # (jieba's tokenizer also when only the title keys of Chinese texts need it).
     warm_up(fp.scheme)
+    if getattr(also, "uses_zh_words", False):
+        warm_up_zh_words(items)
     fork = sys.platform.startswith("linux")
     ctx = mp.get_context("fork" if fork else None)
     # Chunks of ~1/(4n) of the batch (by count) balance load without much IPC.

@@ -188,6 +188,11 @@ def from_norm_sig(norm: str) -> VText:
     return VText(vtext, sig, hashes=hashes)
 
 
+# its title keys cut Chinese into jieba's words: a pool of workers that runs it
+# loads jieba's tokenizer first, for them to inherit (simhash_pg.text.workers)
+from_norm_sig.uses_zh_words = True  # type: ignore[attr-defined]
+
+
 def sentence_keys(norm: str, vtext: str) -> tuple[int | None, tuple[int, ...]]:
     """A text's sentence keys: its signature, and the hashes of its longest sentences
     plus, for a text under :data:`TITLE_KEY_TEXT_CHARS`, its :func:`title_keys`; sorted.
