@@ -88,10 +88,13 @@ class ServeState:
         return await asyncio.get_running_loop().run_in_executor(self.executor, run)
 
     def warm_up(self) -> None:
-        """Load the tokeniser's dictionaries now, not in the first request's thread."""
+        """Load the tokeniser's dictionaries now, not in the first request's thread
+        (jieba too: a Chinese title's keys cut it into words)."""
+        from simhash_pg.text.features import warm_up_zh_words
         from simhash_pg.text.simhash import Fingerprinter
 
         Fingerprinter(self.handshake.scheme).fingerprint("今天北京天气晴朗，适合出门散步。 warm up")
+        warm_up_zh_words(["今天"])
 
     def close(self) -> None:
         self.executor.shutdown(wait=True)  # uvicorn drained the requests; nothing is queued
