@@ -336,9 +336,50 @@ def make_texts(seed: int = 7) -> list[list[str]]:
     return families
 
 
-def _text_worker(args: tuple[str, int, bool, Any, bool]) -> int:
-    dsn, index, probe_locks, barrier, batches = args
-    families = make_texts()
+def make_titles(seed: int = 11) -> list[list[str]]:
+    """Families of titles: a seed title of 8-10 words and copies with one word
+    swapped, added or left out, each more than 13 bits from the seed and sharing no
+    block value with it, and a duplicate of it by the rule: found by a title key
+    alone (the sentence lock space), never by a probe."""
+    from simhash_pg.bits import blocks
+    from simhash_pg.text.simhash import Fingerprinter
+    from simhash_pg.verify import VerifyPolicy, verification_text
+
+    rnd = random.Random(seed)
+    fpr, policy = Fingerprinter(), VerifyPolicy("all")
+    families = []
+    while len(families) < TEXT_FAMILIES:
+        words = rnd.sample(_VOCAB, rnd.randint(8, 10))
+        seed_title = " ".join(words).capitalize()
+        fp0, v0 = fpr.fingerprint(seed_title), verification_text(seed_title)
+        family = [seed_title]
+        for _ in range(300):
+            if len(family) == TEXT_VARIANTS:
+                break
+            w = list(words)
+            i = rnd.randrange(len(w))
+            op = rnd.choice(("replace", "add", "drop"))
+            if op == "replace":
+                w[i] = rnd.choice(_VOCAB)
+            elif op == "add":
+                w.insert(i, rnd.choice(_VOCAB))
+            else:
+                del w[i]
+            title = " ".join(w).capitalize()
+            fp = fpr.fingerprint(title)
+            if (title not in family and (fp ^ fp0).bit_count() > 13
+                    and not any(x == y for x, y in zip(blocks(fp), blocks(fp0), strict=True))
+                    and policy.similarity(v0, verification_text(title))
+                    >= policy.threshold(True)):
+                family.append(title)
+        if len(family) >= 4:
+            families.append(family)
+    return families
+
+
+def _text_worker(args: tuple[str, int, bool, Any, bool, bool]) -> int:
+    dsn, index, probe_locks, barrier, batches, titles = args
+    families = make_titles() if titles else make_texts()
     rnd = random.Random(2000 + index)
     n = 0
     with SimhashStore(dsn, _probe_locks=probe_locks) as store:
@@ -359,9 +400,9 @@ def _text_worker(args: tuple[str, int, bool, Any, bool]) -> int:
     return n
 
 
-def _later_rows_finding_earlier(pg_dsn: str) -> list[tuple[int, int]]:
+def _later_rows_finding_earlier(pg_dsn: str, titles: bool = False) -> list[tuple[int, int]]:
     """(earlier id, later id) of stored pairs the later row's own near() finds."""
-    families = make_texts()
+    families = make_titles() if titles else make_texts()
     bad = []
     with SimhashStore(pg_dsn) as store:
         stored = store.connection.execute(
@@ -373,10 +414,13 @@ def _later_rows_finding_earlier(pg_dsn: str) -> list[tuple[int, int]]:
     return bad
 
 
-@pytest.mark.parametrize(("probe_locks", "batches"), [(True, False), (False, False),
-                                                     (True, True)])
+@pytest.mark.parametrize(("probe_locks", "batches", "titles"), [
+    (True, False, False), (False, False, False), (True, True, False),
+    # titles found by a title key alone: the keys' locks are what serialises them
+    (True, False, True), (False, False, True), (True, True, True),
+])
 def test_concurrent_text_adds_store_no_duplicates_under_the_default(
-    pg: psycopg.Connection, pg_dsn: str, probe_locks: bool, batches: bool
+    pg: psycopg.Connection, pg_dsn: str, probe_locks: bool, batches: bool, titles: bool
 ) -> None:
     pg.execute("TRUNCATE simhash_documents RESTART IDENTITY")
     SimhashStore(pg_dsn).close()  # recorded once, not raced by 8 openers
@@ -386,12 +430,13 @@ def test_concurrent_text_adds_store_no_duplicates_under_the_default(
         barrier = manager.Barrier(PROCESSES)
         with ctx.Pool(PROCESSES) as procs:
             done = procs.map(_text_worker,
-                             [(pg_dsn, i, probe_locks, barrier, batches)
+                             [(pg_dsn, i, probe_locks, barrier, batches, titles)
                               for i in range(PROCESSES)])
     seconds = time.perf_counter() - start
-    bad = _later_rows_finding_earlier(pg_dsn)
+    bad = _later_rows_finding_earlier(pg_dsn, titles)
     n = pg.execute("SELECT count(*) FROM simhash_documents").fetchone()
-    print(f"\n[probe_locks={probe_locks} batches={batches}] {sum(done)} text adds in "
+    print(f"\n[probe_locks={probe_locks} batches={batches} titles={titles}] {sum(done)} "
+          "text adds in "
           f"{seconds:.1f} s, "
           f"{n[0] if n else 0} rows stored, {len(bad)} duplicate pairs stored")
     if probe_locks:
