@@ -102,12 +102,15 @@ def make_tiny_eval(root: Path) -> list[dict[str, Any]]:
         "t-en-2": ("en", "New museum opens in the old harbour"),
         "t-zh-0": ("zh", "北京今天迎来入冬以来第一场大雪"),
         "t-zh-1": ("zh", "国产大飞机完成首次跨洋试飞任务"),
+        "t-en-3": ("en", "Regional hospital opens maternity ward after two year delay"),
     }
     short_variants = {
         "s-en-0": ("en", "STOCKS RALLY, as oil prices fall!"),
         "s-en-1": ("en", "Election results expected in Ohio tonight - Example News"),
         "s-zh-0": ("zh", "北京今天迎来入冬以来第一场大雪！"),
         "s-zh-1": ("zh", "国产大飞机完成首次跨洋试飞"),
+        # one word swapped, 38 bits away: only a title key finds it
+        "s-en-3": ("en", "Regional clinic opens maternity ward after two year delay"),
     }
     short_pairs: list[dict[str, Any]] = []
     for a, b, dup, edit in (
@@ -115,6 +118,7 @@ def make_tiny_eval(root: Path) -> list[dict[str, Any]]:
         ("t-en-1", "s-en-1", False, "site_suffix"),
         ("t-zh-0", "s-zh-0", True, "punct_space"),
         ("t-zh-1", "s-zh-1", True, "truncated_60pct"),
+        ("t-en-3", "s-en-3", True, "one_word_changed"),
         ("t-en-0", "t-en-2", False, "different_title_same_category"),
         ("t-zh-0", "t-zh-1", False, "different_title_same_category"),
     ):

@@ -93,7 +93,7 @@ def _render_breakdown(
     from lab.quality import Rule
 
     main = [Rule(k=k).label() for k in report["ks"]]
-    main.append(Rule(long_verify=True, sentences=set_name == "documents").label())
+    main.append(Rule(long_verify=True, sentences=True).label())
     shown = [n for n in entry["systems"] if n in main or not n.startswith("simhash-pg")]
     for dim in ("lang", "kind", "edit", "band"):
         groups = entry["systems"][shown[0]][dim]
@@ -188,7 +188,7 @@ def markdown(report: dict[str, Any]) -> str:
             rows.append(row)
         table(head, rows)
         shown = [Rule(k=k).label() for k in report["ks"]]
-        shown.append(Rule(long_verify=True, sentences=set_name == "documents").label())
+        shown.append(Rule(long_verify=True, sentences=True).label())
         shown += [n for n in entry["systems"] if not n.startswith("simhash-pg")]
         shown = [n for n in shown if n in entry["systems"]]
         for dim in ("lang", "kind", "edit", "band"):

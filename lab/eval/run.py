@@ -135,7 +135,7 @@ def build_report(
         ps = res.pairs
         systems = Q.systems(
             res,
-            [r for r in rules if ps.name == "documents" or not r.sentences],
+            rules,
             ks,
             via_store=store,
         )
@@ -145,7 +145,8 @@ def build_report(
             si = sets.index(ps)
             for name, (mode, k, dets) in store_verified.items():
                 systems[name] = dets[si]
-                rule = (Q.Rule(long_verify=True, sentences=ps.name == "documents")
+                # under "all" a title's keys are sentence keys too (revision 0015)
+                rule = (Q.Rule(long_verify=True, sentences=True)
                         if mode == "all" else Q.Rule(k=k, short_verify=mode == "short"))
                 model = Q.decide(rule, res.store_distance if res.store_distance is not None
                                  else res.distance, res.similarity, ps.short, res.sentences,
