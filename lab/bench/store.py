@@ -53,7 +53,8 @@ def make_data(n: int, seed: int, skew: bool,
             mask = np.uint64(0xFFFF) << np.uint64(shift)
             fps[rows] = (fps[rows] & ~mask) | (vals << np.uint64(shift))
     # planted near-duplicates: 10% of rows copy an earlier row with 1..3 bits flipped
-    dup = rng.choice(np.arange(1, n), size=n // 10, replace=False) if n > 1 else np.array([])
+    dup = (rng.choice(np.arange(1, n), size=n // 10, replace=False) if n > 1
+           else np.array([], dtype=np.int64))
     src = (rng.random(len(dup)) * dup).astype(np.int64)
     flips = np.zeros(len(dup), dtype=np.uint64)
     nbits = rng.integers(1, 4, size=len(dup))
