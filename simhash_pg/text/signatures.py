@@ -116,10 +116,9 @@ TITLE_GAP_SEED = 0x5348_5047_5447_4150  # "SHPGTGAP"
 TITLE_BAG_SEED = 0x5348_5047_5442_4147  # "SHPGTBAG"
 _DIGITS = re.compile(r"\d+")
 _GAP_MARK = "\x1e"  # the left-out words
-_WORD_SEP = "\x1f"
 
 _SPLIT = re.compile(r"(?<=[。！？!?；;])|(?<=[.…])\s+")
-_SEP = "\x1f"
+_SEP = "\x1f"  # between sentences, and between a title's words
 
 
 def split_sentences(norm: str) -> list[str]:
@@ -260,7 +259,7 @@ def title_keys(norm: str, vtext: str) -> tuple[int, ...]:
 
 
 def _words_key(words: list[str], seed: int) -> int:
-    return to_signed(xxhash.xxh3_64_intdigest(_WORD_SEP.join(words).encode("utf-8"), seed))
+    return to_signed(xxhash.xxh3_64_intdigest(_SEP.join(words).encode("utf-8"), seed))
 
 
 def sentence_keys_normalized(
