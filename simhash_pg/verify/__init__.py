@@ -25,6 +25,7 @@ from simhash_pg.verify.jaccard import (
     similarity,
     verification_text,
 )
+from simhash_pg.verify.pairtest import PairTest, judge
 from simhash_pg.verify.rule import (
     KEEP_TEXT_CHARS,
     LONG_K,
@@ -38,13 +39,11 @@ from simhash_pg.verify.rule import (
     SHORT_THRESHOLD,
     TEXT_LOST,
     VERIFY_MODES,
-    PairTest,
     StoredText,
     VerifyMode,
     VerifyPolicy,
     accept,
     is_near_duplicate,
-    judge,
     keep_text,
     policy_for,
     query_k,

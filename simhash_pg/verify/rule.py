@@ -39,7 +39,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, NamedTuple, cast
+from typing import Final, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -53,6 +53,13 @@ from simhash_pg.verify.jaccard import (
     similarity,
 )
 from simhash_pg.verify.overlap import OVERLAP_THRESHOLD, overlap, overlap_many
+from simhash_pg.verify.pairtest import (
+    _NEVER,
+    PairTest,
+    by_distance,
+    judge,
+    passes_fingerprint,
+)
 
 __all__ = [
     "KEEP_TEXT_CHARS",
@@ -67,16 +74,12 @@ __all__ = [
     "SHORT_THRESHOLD",
     "TEXT_LOST",
     "VERIFY_MODES",
-    "PairTest",
     "StoredText",
     "VerifyMode",
     "VerifyPolicy",
     "accept",
-    "by_distance",
     "is_near_duplicate",
-    "judge",
     "keep_text",
-    "passes_fingerprint",
     "policy_for",
     "query_k",
     "stronger",
@@ -150,48 +153,6 @@ def is_near_duplicate(
     """Whether two verification texts pass rule 1's Jaccard test alone (no distance)."""
     t = threshold_for(query_norm, candidate_norm) if threshold is None else threshold
     return similarity(query_norm, candidate_norm) >= t
-
-
-class PairTest(NamedTuple):
-    """What a pair must meet: the fingerprint part, then the text part."""
-
-    radius: int  # Hamming distance <= radius passes the fingerprint part...
-    signature: bool  # ...and so does an equal sentence signature, when True
-    threshold: float | None  # similarity must reach it; None: not measured
-
-
-def judge(test: PairTest, distance: Any, signature_match: Any, measure: Callable[[], Any]) -> Any:
-    """Whether pairs meet ``test``: ``(distance <= radius or signature) and similarity``.
-
-    Scalars (one candidate) or NumPy arrays (the evaluation's pairs) alike.
-    ``measure()`` gives the similarity; for a scalar pair it is called only
-    when the fingerprint part passed, since it is the costly part.
-    """
-    near = passes_fingerprint(test, distance, signature_match)
-    if test.threshold is None:
-        return near
-    if near is False:
-        return False
-    return near & (measure() >= test.threshold)
-
-
-def passes_fingerprint(test: PairTest, distance: Any, signature_match: Any) -> Any:
-    """The fingerprint part of ``test``: ``distance <= radius or signature``."""
-    return (distance <= test.radius) | (signature_match & test.signature)
-
-
-# The test of a pair no similarity can pass: a short query against a row whose
-# text was not kept (it is long, and a long text cannot reach the short threshold).
-_NEVER = PairTest(-1, False, None)
-
-
-def by_distance(k: int) -> PairTest:
-    """The test of a pair whose texts are not compared: ``distance <= k``."""
-    return PairTest(k, False, None)
-
-
-def _unmeasured() -> float:
-    raise AssertionError("a test without a threshold measures no similarity")
 
 
 @dataclass(frozen=True)
