@@ -118,11 +118,17 @@ def _joint_overlaps(q: str, cands: list[str], n: int) -> list[float] | None:
     if bits * n + seg_bits <= 63:
         ids = cps.astype(np.int64)
     else:
-        alphabet = distinct_sorted(cps.astype(np.int64))
+        # dense ids by a table over the code points present: a gather, where
+        # searchsorted over the alphabet cost ~half the pass on Chinese text
+        present = np.zeros(int(cps.max()) + 1, dtype=bool)
+        present[cps] = True
+        alphabet = np.flatnonzero(present)
         bits = max(1, int(len(alphabet) - 1).bit_length())
         if bits * n + seg_bits > 63:
             return None
-        ids = np.searchsorted(alphabet, cps).astype(np.int64)
+        table = np.empty(len(present), dtype=np.int64)
+        table[alphabet] = np.arange(len(alphabet), dtype=np.int64)
+        ids = table[cps]
     m = len(ids) - n + 1
     codes = ids[:m].copy()
     for j in range(1, n):  # in place: a 10-text pass is ~5,000 codes
