@@ -22,6 +22,7 @@ from psycopg.types.json import Jsonb
 from simhash_pg.bits import check_fingerprint, to_signed
 from simhash_pg.store.batch import Prepared, prepare
 from simhash_pg.store.pgcopy import copy_documents, copy_fingerprints, copy_target
+from simhash_pg.store.planner_stats import forget_empty_stats
 from simhash_pg.verify import VerifyPolicy, VText
 
 __all__ = ["bulk_load"]
@@ -83,6 +84,8 @@ def bulk_load(
     # COPY FREEZE set the visibility map already (PG 14+); VACUUM finds
     # little to do but makes sure of it, and ANALYZE gives the planner stats.
     conn.execute("VACUUM (ANALYZE) simhash_documents")
+    # which left tomorrow's and the default partition recorded as empty
+    forget_empty_stats(conn)
     phase["vacuum analyze"] = time.perf_counter() - clock
     if timings is not None:
         timings.update(phase)

@@ -39,6 +39,7 @@ from typing import Any, Literal
 import psycopg
 
 from simhash_pg.store import locking
+from simhash_pg.store.planner_stats import forget_empty_stats
 
 __all__ = [
     "DEFAULT_PURGE_BATCH",
@@ -256,6 +257,7 @@ def purge(
         try:
             conn.execute("SELECT simhash_ensure_partitions(%s)", [DAYS_AHEAD]).fetchall()
             steps = conn.execute(_DROP, [cutoff]).fetchall()
+            forget_empty_stats(conn)
         except psycopg.errors.InsufficientPrivilege:
             # not the table's owner (a writer role): the batched DELETE below
             # still does the whole purge, without the partition drops
