@@ -19,6 +19,7 @@ _BENCHES = {
     "stream": "lab.bench.stream:command",
     "text": "lab.bench.text:command",
     "serve": "lab.bench.serve:command",
+    "day": "lab.bench.day:command",
 }
 
 

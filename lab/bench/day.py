@@ -1,0 +1,203 @@
+"""Adds through a day: add_many's rate as today's partition grows, beside yesterday's.
+
+    uv run simhash-pg bench day --per-day 24000000
+
+Issue 17, item 2: the seeds' load is ~24M documents a day kept 2 days, so a
+store holds yesterday's full daily partition and today's, which grows from
+empty to 24M rows. Adding those rows one by one would take the day itself,
+so each point of the day is laid out directly: yesterday's partition and
+today's at 0, 1/4, ... of a day are filled by binary COPY into a plain table
+and attached (index builds, as bulk_load), then prewarmed. At each point 2
+client processes run ``add_many`` of new fingerprints, ``dedup=True`` then
+``dedup=False`` (the store's own write floor), each from a CHECKPOINT for
+``--seconds``, in 5,000-row batches with one durable commit each; the rate is
+printed per window, with the WAL and full-page images per row (pg_stat_wal),
+since page images after a checkpoint are what random index inserts pay.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+import time
+from datetime import date, timedelta
+from typing import Any
+
+import click
+import numpy as np
+import psycopg
+
+from lab.bench._scratch import scratch_dsn, scratch_options
+from lab.bench.stream import _prewarm
+from simhash_pg.bits import to_signed_array
+from simhash_pg.store.pgcopy import binary_copy_data
+from simhash_pg.store.planner_stats import forget_empty_stats
+
+__all__ = ["command", "fill_day"]
+
+_BATCH = 5_000
+
+
+def _random(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 2**64 - 1, size=n, dtype=np.uint64,
+                                                endpoint=True)
+
+
+def fill_day(conn: psycopg.Connection[Any], day: date, fps: np.ndarray, first_id: int) -> float:
+    """Make ``day``'s partition hold exactly ``fps`` (ids from ``first_id``); seconds.
+
+    The rows go into a plain table by binary COPY, which is then attached:
+    PostgreSQL builds the parent's indexes on it, as after a bulk load.
+    """
+    t = time.perf_counter()
+    name = f"simhash_documents_p{day:%Y%m%d}"
+    lo, hi = day.isoformat(), (day + timedelta(days=1)).isoformat()
+    if conn.execute("SELECT to_regclass(%s)", [name]).fetchone() != (None,):
+        conn.execute(f"ALTER TABLE simhash_documents DETACH PARTITION {name}")
+        conn.execute(f"DROP TABLE {name}")
+    conn.execute(f"CREATE TABLE {name} (LIKE simhash_documents INCLUDING DEFAULTS"
+                 " INCLUDING GENERATED)")
+    conn.execute(f"ALTER TABLE {name} ALTER created_at SET DEFAULT"
+                 f" '{day.isoformat()} 12:00+00'::timestamptz")
+    ids = np.arange(first_id, first_id + len(fps), dtype=np.int64)
+    for start in range(0, len(fps), 1_000_000):
+        sl = slice(start, start + 1_000_000)
+        data = binary_copy_data((">i8", ids[sl]), (">i8", to_signed_array(fps[sl])))
+        with conn.cursor() as cur, cur.copy(
+            f"COPY {name} (id, fingerprint) FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.write(data)
+    conn.execute(f"ALTER TABLE simhash_documents ATTACH PARTITION {name}"
+                 f" FOR VALUES FROM ('{lo} 00:00+00') TO ('{hi} 00:00+00')")
+    conn.execute(f"VACUUM (ANALYZE) {name}")
+    forget_empty_stats(conn)  # an empty one: as the store leaves it (planner_stats.py)
+    return time.perf_counter() - t
+
+
+def _client(dsn: str, fps: np.ndarray, dedup: bool, seconds: float, ready: Any, go: Any,
+            results: Any) -> None:
+    """Batches from ``go`` until the deadline: (seconds since go at its commit, rows) each."""
+    from simhash_pg.store import SimhashStore
+
+    out: list[tuple[float, int]] = []
+    with SimhashStore(dsn) as store:
+        store.add_many([int(fps[-1])], dedup=dedup)  # imports, prepared statements
+        ready.put(None)
+        go.wait()
+        start_at = time.time()
+        for start in range(0, len(fps) - 1, _BATCH):
+            if time.time() >= start_at + seconds:
+                break
+            chunk = [int(x) for x in fps[start : min(start + _BATCH, len(fps) - 1)]]
+            store.add_many(chunk, dedup=dedup, batch_size=_BATCH)
+            out.append((time.time() - start_at, len(chunk)))
+    results.put(out)
+
+
+def _wal(conn: psycopg.Connection[Any]) -> tuple[int, int]:
+    row = conn.execute("SELECT wal_fpi, wal_bytes::bigint FROM pg_stat_wal").fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def _phase(dsn: str, conn: psycopg.Connection[Any], dedup: bool, clients: int,
+           seconds: float, windows: int, seed: int) -> dict[str, Any]:
+    # more than any client can add in the time
+    per = int(seconds * 40_000)
+    ctx = multiprocessing.get_context("spawn")
+    ready, go, results = ctx.Queue(), ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_client, args=(dsn, _random(per, seed + c), dedup, seconds,
+                                                ready, go, results))
+             for c in range(clients)]
+    for proc in procs:
+        proc.start()
+    for _ in procs:
+        ready.get()
+    conn.execute("CHECKPOINT")
+    fpi0, bytes0 = _wal(conn)
+    go.set()
+    batches = [b for _ in procs for b in results.get()]
+    for proc in procs:
+        proc.join()
+    fpi1, bytes1 = _wal(conn)
+    rows = sum(n for _, n in batches)
+    took = max((t for t, _ in batches), default=seconds)
+    edges = np.linspace(0, took, windows + 1)
+    per_window = [sum(n for t, n in batches if lo < t <= hi) / (hi - lo)
+                  for lo, hi in itertools.pairwise(edges.tolist())]
+    return {"rows": rows, "rate": rows / took, "windows": per_window,
+            "fpi_per_row": (fpi1 - fpi0) / max(rows, 1),
+            "wal_per_row": (bytes1 - bytes0) / max(rows, 1)}
+
+
+@click.command("day")
+@click.option("--per-day", type=click.IntRange(1000), default=24_000_000, show_default=True,
+              help="Rows a day: yesterday's partition holds this many, today's grows to it.")
+@click.option("--points", type=click.IntRange(2), default=5, show_default=True,
+              help="Points of the day measured: today's partition at 0, 1/(p-1), ..., 1 day.")
+@click.option("--clients", type=click.IntRange(1), default=2, show_default=True)
+@click.option("--seconds", type=click.FloatRange(5), default=60.0, show_default=True,
+              help="Time per writer and point.")
+@click.option("--windows", type=click.IntRange(1), default=4, show_default=True,
+              help="The rate is printed in this many windows of each run.")
+@click.option("--seed", type=int, default=1, show_default=True)
+@scratch_options
+def command(per_day: int, points: int, clients: int, seconds: float, windows: int,
+            seed: int, dsn: str | None, home: str | None, keep: bool) -> None:
+    """add_many docs/s as today's partition grows to a day of rows, yesterday's full."""
+    with scratch_dsn(dsn, home=home, keep=keep) as url:
+        _run(url, per_day, points, clients, seconds, windows, seed)
+
+
+def _run(dsn: str, per_day: int, points: int, clients: int, seconds: float, windows: int,
+         seed: int) -> None:
+    from simhash_pg.db import migrate
+    from simhash_pg.store import SimhashStore
+
+    echo = click.echo
+    migrate.downgrade(dsn, "base")
+    migrate.upgrade(dsn)
+    with SimhashStore(dsn):
+        pass  # today's partition, tomorrow's and the default
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
+        settings = conn.execute(
+            "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ', ' ORDER BY name)"
+            " FROM pg_settings WHERE name IN ('shared_buffers', 'max_wal_size',"
+            " 'checkpoint_timeout', 'wal_compression', 'synchronous_commit')").fetchone()[0]  # type: ignore[index]
+        today = conn.execute("SELECT (now() AT TIME ZONE 'UTC')::date").fetchone()[0]  # type: ignore[index]
+        echo(f"simhash-pg bench day: {per_day:,} rows a day, yesterday's partition full,"
+             f" today's at {points} points, {clients} clients x {seconds:g} s per writer,"
+             f" seed={seed}")
+        echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores, {settings},"
+             f" load average {os.getloadavg()[0]:.1f}")
+        t = fill_day(conn, today - timedelta(days=1), _random(per_day, seed), 1)
+        echo(f"yesterday: {per_day:,} rows by COPY + attach in {t:.0f} s")
+        today_fps = _random(per_day, seed + 1)
+        head = (f"{'today rows':>11} {'writer':<14} {'docs/s':>8} "
+                f"{'per window':<34} {'FPI/row':>8} {'WAL B/row':>9}")
+        rows_out = []
+        for p in range(points):
+            size = per_day * p // (points - 1)
+            t = fill_day(conn, today, today_fps[:size], per_day + 1)
+            conn.execute("SELECT setval(pg_get_serial_sequence('simhash_documents', 'id'), %s)",
+                         [per_day + size + 1])
+            warmed = _prewarm(conn)
+            echo(f"today at {size:,} rows: COPY + attach in {t:.0f} s, {warmed}")
+            for dedup in (True, False):
+                got = _phase(dsn, conn, dedup, clients, seconds, windows,
+                             seed + 100 * (p + 1) + dedup)
+                line = (f"{size:>11,} {'dedup=' + str(dedup):<14} {got['rate']:>8,.0f} "
+                        f"{' '.join(f'{w:,.0f}' for w in got['windows']):<34} "
+                        f"{got['fpi_per_row']:>8.2f} {got['wal_per_row']:>9,.0f}")
+                echo(line)
+                rows_out.append(line)
+        echo("")
+        echo(head)
+        echo("-" * len(head))
+        for line in rows_out:
+            echo(line)
+    echo("add_many of new fingerprints, 5,000 a batch and a commit; each run starts at a "
+         "CHECKPOINT (FPI: full-page images written per row). Target (issue 17): "
+         "dedup=True >= 10,000 docs/s through the day.")
