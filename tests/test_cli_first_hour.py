@@ -306,7 +306,7 @@ def test_default_server_settings_are_modest_whatever_the_ram() -> None:
         assert default["shared_buffers"] == "256MB" and default["max_wal_size"] == "1024MB"
     large = sized_settings(24 << 30, large=True)  # what the benchmarks measured with
     assert large["shared_buffers"] == f"{(24 << 10) * 2 // 5}MB"
-    assert large["max_wal_size"] == "6144MB"
+    assert large["max_wal_size"] == "24576MB"  # RAM: checkpoints apart under ingest
     assert sized_settings(24 << 30, rows=50_000_000)["shared_buffers"] == "7510MB"
 
 

@@ -95,10 +95,15 @@ def _client(dsn: str, fps: np.ndarray, dedup: bool, seconds: float, ready: Any, 
     results.put(out)
 
 
-def _wal(conn: psycopg.Connection[Any]) -> tuple[int, int]:
+def _wal(conn: psycopg.Connection[Any]) -> tuple[int, int, int]:
+    """Full-page images and WAL bytes written so far, and checkpoints requested."""
     row = conn.execute("SELECT wal_fpi, wal_bytes::bigint FROM pg_stat_wal").fetchone()
     assert row is not None
-    return int(row[0]), int(row[1])
+    try:  # PostgreSQL 17+
+        req = conn.execute("SELECT num_requested FROM pg_stat_checkpointer").fetchone()
+    except psycopg.errors.UndefinedTable:
+        req = conn.execute("SELECT checkpoints_req FROM pg_stat_bgwriter").fetchone()
+    return int(row[0]), int(row[1]), int(req[0]) if req else 0
 
 
 def _phase(dsn: str, conn: psycopg.Connection[Any], dedup: bool, clients: int,
@@ -115,12 +120,12 @@ def _phase(dsn: str, conn: psycopg.Connection[Any], dedup: bool, clients: int,
     for _ in procs:
         ready.get()
     conn.execute("CHECKPOINT")
-    fpi0, bytes0 = _wal(conn)
+    fpi0, bytes0, ckpt0 = _wal(conn)
     go.set()
     batches = [b for _ in procs for b in results.get()]
     for proc in procs:
         proc.join()
-    fpi1, bytes1 = _wal(conn)
+    fpi1, bytes1, ckpt1 = _wal(conn)
     rows = sum(n for _, n in batches)
     took = max((t for t, _ in batches), default=seconds)
     edges = np.linspace(0, took, windows + 1)
@@ -128,30 +133,49 @@ def _phase(dsn: str, conn: psycopg.Connection[Any], dedup: bool, clients: int,
                   for lo, hi in itertools.pairwise(edges.tolist())]
     return {"rows": rows, "rate": rows / took, "windows": per_window,
             "fpi_per_row": (fpi1 - fpi0) / max(rows, 1),
-            "wal_per_row": (bytes1 - bytes0) / max(rows, 1)}
+            "wal_per_row": (bytes1 - bytes0) / max(rows, 1),
+            # requested during the run: WAL reached max_wal_size
+            "checkpoints": ckpt1 - ckpt0}
 
 
 @click.command("day")
 @click.option("--per-day", type=click.IntRange(1000), default=24_000_000, show_default=True,
               help="Rows a day: yesterday's partition holds this many, today's grows to it.")
-@click.option("--points", type=click.IntRange(2), default=5, show_default=True,
-              help="Points of the day measured: today's partition at 0, 1/(p-1), ..., 1 day.")
+@click.option("--at", "at", default="0,0.25,0.5,0.75,1", show_default=True,
+              help="Points of the day measured: today's partition at these fractions of a "
+              "day's rows (comma-separated).")
 @click.option("--clients", type=click.IntRange(1), default=2, show_default=True)
 @click.option("--seconds", type=click.FloatRange(5), default=60.0, show_default=True,
               help="Time per writer and point.")
 @click.option("--windows", type=click.IntRange(1), default=4, show_default=True,
               help="The rate is printed in this many windows of each run.")
+@click.option("--max-wal-size", default=None,
+              help="The throwaway server's max_wal_size (e.g. 32GB) instead of the large "
+              "store's (RAM/4, at most 16 GB): how often WAL volume forces a checkpoint.")
 @click.option("--seed", type=int, default=1, show_default=True)
 @scratch_options
-def command(per_day: int, points: int, clients: int, seconds: float, windows: int,
-            seed: int, dsn: str | None, home: str | None, keep: bool) -> None:
+def command(per_day: int, at: str, clients: int, seconds: float, windows: int,
+            max_wal_size: str | None, seed: int, dsn: str | None, home: str | None,
+            keep: bool) -> None:
     """add_many docs/s as today's partition grows to a day of rows, yesterday's full."""
-    with scratch_dsn(dsn, home=home, keep=keep) as url:
+    from simhash_pg.db.server import sized_settings
+
+    try:
+        points = [float(x) for x in at.split(",")]
+    except ValueError:
+        raise click.BadParameter(f"comma-separated fractions, got {at!r}",
+                                 param_hint="--at") from None
+    if not points or any(not 0 <= x <= 1 for x in points):
+        raise click.BadParameter(f"fractions between 0 and 1, got {at!r}", param_hint="--at")
+    settings = sized_settings(large=True)
+    if max_wal_size:
+        settings["max_wal_size"] = max_wal_size
+    with scratch_dsn(dsn, home=home, keep=keep, settings=settings) as url:
         _run(url, per_day, points, clients, seconds, windows, seed)
 
 
-def _run(dsn: str, per_day: int, points: int, clients: int, seconds: float, windows: int,
-         seed: int) -> None:
+def _run(dsn: str, per_day: int, points: list[float], clients: int, seconds: float,
+         windows: int, seed: int) -> None:
     from simhash_pg.db import migrate
     from simhash_pg.store import SimhashStore
 
@@ -168,7 +192,8 @@ def _run(dsn: str, per_day: int, points: int, clients: int, seconds: float, wind
             " 'checkpoint_timeout', 'wal_compression', 'synchronous_commit')").fetchone()[0]  # type: ignore[index]
         today = conn.execute("SELECT (now() AT TIME ZONE 'UTC')::date").fetchone()[0]  # type: ignore[index]
         echo(f"simhash-pg bench day: {per_day:,} rows a day, yesterday's partition full,"
-             f" today's at {points} points, {clients} clients x {seconds:g} s per writer,"
+             f" today's at {', '.join(f'{x:g}' for x in points)} of a day,"
+             f" {clients} clients x {seconds:g} s per writer,"
              f" seed={seed}")
         echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores, {settings},"
              f" load average {os.getloadavg()[0]:.1f}")
@@ -176,10 +201,10 @@ def _run(dsn: str, per_day: int, points: int, clients: int, seconds: float, wind
         echo(f"yesterday: {per_day:,} rows by COPY + attach in {t:.0f} s")
         today_fps = _random(per_day, seed + 1)
         head = (f"{'today rows':>11} {'writer':<14} {'docs/s':>8} "
-                f"{'per window':<34} {'FPI/row':>8} {'WAL B/row':>9}")
+                f"{'per window':<34} {'FPI/row':>8} {'WAL B/row':>9} {'ckpts':>5}")
         rows_out = []
-        for p in range(points):
-            size = per_day * p // (points - 1)
+        for p, fraction in enumerate(points):
+            size = int(per_day * fraction)
             t = fill_day(conn, today, today_fps[:size], per_day + 1)
             conn.execute("SELECT setval(pg_get_serial_sequence('simhash_documents', 'id'), %s)",
                          [per_day + size + 1])
@@ -190,7 +215,8 @@ def _run(dsn: str, per_day: int, points: int, clients: int, seconds: float, wind
                              seed + 100 * (p + 1) + dedup)
                 line = (f"{size:>11,} {'dedup=' + str(dedup):<14} {got['rate']:>8,.0f} "
                         f"{' '.join(f'{w:,.0f}' for w in got['windows']):<34} "
-                        f"{got['fpi_per_row']:>8.2f} {got['wal_per_row']:>9,.0f}")
+                        f"{got['fpi_per_row']:>8.2f} {got['wal_per_row']:>9,.0f}"
+                        f" {got['checkpoints']:>5}")
                 echo(line)
                 rows_out.append(line)
         echo("")
@@ -199,5 +225,6 @@ def _run(dsn: str, per_day: int, points: int, clients: int, seconds: float, wind
         for line in rows_out:
             echo(line)
     echo("add_many of new fingerprints, 5,000 a batch and a commit; each run starts at a "
-         "CHECKPOINT (FPI: full-page images written per row). Target (issue 17): "
+         "CHECKPOINT (FPI: full-page images written per row; ckpts: checkpoints WAL volume "
+         "requested during the run). Target (issue 17): "
          "dedup=True >= 10,000 docs/s through the day.")

@@ -45,7 +45,12 @@ def sized_settings(memory: int | None = None, *, small: bool = False, large: boo
         if rows is not None:  # the indexes of that many rows, with a quarter to spare
             shared = max(256, min(shared, rows * INDEX_BYTES_PER_ROW * 5 // 4 >> 20))
         maint = max(64, min(mib // 16, 2048))
-        wal = max(1024, min(mib // 4, 16384))
+        # After a checkpoint each index leaf first touched writes an 8 kB image
+        # (random fingerprints do not compress): one pass over a 24M-row day's
+        # block indexes is ~3 GB of WAL, and at RAM/4 (6 GB here) that alone
+        # requested the next checkpoint, so adds at 24M rows ran at 14k rows/s
+        # against 58k with 32 GB (docs/scaling.md, 0e). Soft limit: disk space.
+        wal = max(1024, min(mib, 65536))
         cache = max(512, mib * 3 // 4)
     else:
         shared, maint, wal, cache = 256, 128, 1024, max(512, mib // 2)
