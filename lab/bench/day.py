@@ -145,7 +145,7 @@ def _phase(dsn: str, conn: psycopg.Connection[Any], dedup: bool, clients: int,
               help="Points of the day measured: today's partition at these fractions of a "
               "day's rows (comma-separated).")
 @click.option("--clients", type=click.IntRange(1), default=2, show_default=True)
-@click.option("--seconds", type=click.FloatRange(5), default=60.0, show_default=True,
+@click.option("--seconds", type=click.FloatRange(1), default=60.0, show_default=True,
               help="Time per writer and point.")
 @click.option("--windows", type=click.IntRange(1), default=4, show_default=True,
               help="The rate is printed in this many windows of each run.")

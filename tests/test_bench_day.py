@@ -1,0 +1,41 @@
+"""``simhash-pg bench day`` end to end on a small day: the layout it makes and its table."""
+
+from __future__ import annotations
+
+import psycopg
+from click.testing import CliRunner
+
+from lab.bench.day import command
+
+
+def test_bench_day_lays_out_both_days_and_measures_each_writer(pg_dsn: str) -> None:
+    res = CliRunner().invoke(command, ["--per-day", "3000", "--at", "0,1", "--seconds", "1",
+                                       "--windows", "1", "--clients", "1", "--dsn", pg_dsn])
+    assert res.exit_code == 0, res.output
+    table = res.output.split("-" * 20)[-1]
+    rows = [line.split() for line in table.splitlines() if " dedup=" in line[:30]]
+    assert [(r[0], r[1]) for r in rows] == [("0", "dedup=True"), ("0", "dedup=False"),
+                                            ("3,000", "dedup=True"), ("3,000", "dedup=False")]
+    assert all(float(r[2].replace(",", "")) > 0 for r in rows)
+    with psycopg.connect(pg_dsn) as conn:
+        counts = dict(conn.execute(
+            "SELECT p.partition::text, (SELECT count(*) FROM simhash_documents d"
+            " WHERE d.tableoid = p.partition) FROM simhash_partitions() p").fetchall())
+        yesterday, today = sorted(n for n in counts if n != "simhash_documents_default")[:2]
+        assert counts[yesterday] == 3000  # exactly the day's rows; the adds went to today's
+        assert counts[today] > 3000  # the last layout's rows and what the writers added
+        assert counts["simhash_documents_default"] == 0
+        # ids stayed unique across the attached days and the adds
+        assert conn.execute("SELECT count(*) = count(DISTINCT id) FROM simhash_documents"
+                            ).fetchone() == (True,)
+        # no leaf left recorded as empty for the planner (planner_stats.py)
+        assert conn.execute(
+            "SELECT count(*) FROM pg_partition_tree('simhash_documents') t JOIN pg_class c"
+            " ON c.oid = t.relid WHERE t.isleaf AND c.reltuples = 0").fetchone() == (0,)
+
+
+def test_bench_day_names_a_bad_point() -> None:
+    res = CliRunner().invoke(command, ["--at", "0,2"])
+    assert res.exit_code == 2 and "fractions between 0 and 1" in res.output
+    res = CliRunner().invoke(command, ["--at", "noon"])
+    assert res.exit_code == 2 and "comma-separated fractions" in res.output
