@@ -540,8 +540,7 @@ def probe_hits(
     for i, (_, vtext, pr) in zip(ids, got, strict=True):
         if pr is not None and vtext is not None:
             sig, hashes = V.sentence_keys(fper.normalize(ps.texts[i]), vtext)
-            n = policy.probe_count(sig, hashes)
-            pr = (pr[0][:n], pr[1][:n], pr[2][:n], pr[3][:n])
+            pr = policy.with_probes(V.VText(vtext, sig, hashes=hashes), pr).probes
         probes[i] = pr
     fps = {i: fp for i, (fp, _, _) in zip(ids, got, strict=True)}
     out = np.zeros(len(ps), dtype=bool)
