@@ -27,11 +27,11 @@ from typing import Any
 import click
 import numpy as np
 import psycopg
+from psycopg import sql
 
 from lab.bench._scratch import scratch_dsn, scratch_options
 from lab.bench.stream import _prewarm
-from simhash_pg.bits import to_signed_array
-from simhash_pg.store.pgcopy import binary_copy_data
+from simhash_pg.store.pgcopy import copy_fingerprints
 from simhash_pg.store.planner_stats import forget_empty_stats
 
 __all__ = ["command", "fill_day"]
@@ -56,18 +56,15 @@ def fill_day(conn: psycopg.Connection[Any], day: date, fps: np.ndarray, first_id
     if conn.execute("SELECT to_regclass(%s)", [name]).fetchone() != (None,):
         conn.execute(f"ALTER TABLE simhash_documents DETACH PARTITION {name}")
         conn.execute(f"DROP TABLE {name}")
-    conn.execute(f"CREATE TABLE {name} (LIKE simhash_documents INCLUDING DEFAULTS"
-                 " INCLUDING GENERATED)")
-    conn.execute(f"ALTER TABLE {name} ALTER created_at SET DEFAULT"
-                 f" '{day.isoformat()} 12:00+00'::timestamptz")
-    ids = np.arange(first_id, first_id + len(fps), dtype=np.int64)
-    for start in range(0, len(fps), 1_000_000):
-        sl = slice(start, start + 1_000_000)
-        data = binary_copy_data((">i8", ids[sl]), (">i8", to_signed_array(fps[sl])))
-        with conn.cursor() as cur, cur.copy(
-            f"COPY {name} (id, fingerprint) FROM STDIN (FORMAT BINARY)"
-        ) as copy:
-            copy.write(data)
+    # one transaction: a table created in it takes COPY FREEZE (bulk_load's path)
+    with conn.transaction():
+        conn.execute(f"CREATE TABLE {name} (LIKE simhash_documents INCLUDING DEFAULTS"
+                     " INCLUDING GENERATED)")
+        conn.execute(f"ALTER TABLE {name} ALTER created_at SET DEFAULT"
+                     f" '{day.isoformat()} 12:00+00'::timestamptz")
+        for start in range(0, len(fps), 1_000_000):
+            copy_fingerprints(conn, fps[start : start + 1_000_000], first_id + start,
+                              sql.Identifier(name))
     conn.execute(f"ALTER TABLE simhash_documents ATTACH PARTITION {name}"
                  f" FOR VALUES FROM ('{lo} 00:00+00') TO ('{hi} 00:00+00')")
     conn.execute(f"VACUUM (ANALYZE) {name}")
@@ -150,8 +147,8 @@ def _phase(dsn: str, conn: psycopg.Connection[Any], dedup: bool, clients: int,
 @click.option("--windows", type=click.IntRange(1), default=4, show_default=True,
               help="The rate is printed in this many windows of each run.")
 @click.option("--max-wal-size", default=None,
-              help="The throwaway server's max_wal_size (e.g. 32GB) instead of the large "
-              "store's (RAM/4, at most 16 GB): how often WAL volume forces a checkpoint.")
+              help="The throwaway server's max_wal_size (e.g. 6GB) instead of the large "
+              "store's (the RAM, at most 64 GB): how often WAL volume forces a checkpoint.")
 @click.option("--seed", type=int, default=1, show_default=True)
 @scratch_options
 def command(per_day: int, at: str, clients: int, seconds: float, windows: int,
