@@ -177,6 +177,13 @@ def test_dedup_usage_errors(dsn: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def _ctrl_c_default() -> None:
+    # A shell starts background jobs with SIGINT ignored, and the child would
+    # inherit that (Python then installs no handler): the tests' SIGINT is
+    # the user's Ctrl-C, so the child starts as a foreground program would.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_dedup_interrupted_then_resumed(dsn: str, tmp_path: Path) -> None:
     n = 6000
     src = tmp_path / "big.jsonl"
@@ -185,7 +192,8 @@ def test_dedup_interrupted_then_resumed(dsn: str, tmp_path: Path) -> None:
             fh.write(json.dumps({"id": f"k{i}", "text": doc(1000 + i, 60)}) + "\n")
     env = dict(os.environ, SIMHASH_PG_DSN=dsn)
     proc = subprocess.Popen([EXE, "dedup", str(src), "--batch-size", "100", "--workers", "1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_ctrl_c_default)
     deadline = time.monotonic() + 120
     while len(rows(dsn)) < 300:  # wait until a few batches are committed
         assert proc.poll() is None, proc.communicate()
@@ -301,7 +309,8 @@ def test_dedup_on_idle_stdin_stops_at_ctrl_c_and_keeps_what_it_read(dsn: str) ->
     documents read so far (a batch not yet full) are committed, not lost."""
     env = dict(os.environ, SIMHASH_PG_DSN=dsn)
     proc = subprocess.Popen([EXE, "dedup", "-", "--batch-size", "100"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_ctrl_c_default)
     assert proc.stdin is not None
     try:
         proc.stdin.write("".join(json.dumps({"id": f"s{i}", "text": doc(i)}) + "\n"

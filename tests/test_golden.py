@@ -69,11 +69,17 @@ def _by(scheme: dict[str, Any]) -> dict[str, str]:
     return next(c["fingerprints"] for c in CASES if c["scheme"] == scheme)
 
 
-def test_both_versions_of_the_default_are_pinned() -> None:
-    v2 = Scheme().to_dict()
+def _default_versions() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    v3 = Scheme().to_dict()
+    v2 = v3 | {"version": 2}
     v1 = {k: v for k, v in v2.items() if k != "visible"} | {"version": 1}
-    assert v2["version"] == 2 and v2["visible"] is True
-    assert _by(v1) and _by(v2)
+    return v1, v2, v3
+
+
+def test_every_version_of_the_default_is_pinned() -> None:
+    v1, v2, v3 = _default_versions()
+    assert v3["version"] == 3 and v3["visible"] is True
+    assert _by(v1) and _by(v2) and _by(v3)
 
 
 def test_version_2_changes_only_texts_with_markup() -> None:
@@ -82,10 +88,23 @@ def test_version_2_changes_only_texts_with_markup() -> None:
     # as under version 1; visible=false is version 1 for every text.
     from simhash_pg.text.visible import strip_markup
 
-    v2 = Scheme().to_dict()
-    v1 = {k: v for k, v in v2.items() if k != "visible"} | {"version": 1}
+    v1, v2, _ = _default_versions()
     old, new, off = _by(v1), _by(v2), _by(v2 | {"visible": False})
     assert off == old
     changed = {name for name in TEXTS if new[name] != old[name]}
     assert changed == {name for name, t in TEXTS.items() if strip_markup(t) != t}
-    assert changed == {"html", "zh_markup"}  # mixed_code's Vec<T> and lt_text stay text
+    # mixed_code's Vec<T> and lt_text stay text
+    assert changed == {"html", "zh_markup", "en_escaped", "zh_escaped"}
+
+
+def test_version_3_changes_only_texts_escaped_twice() -> None:
+    # Version 3 differs from version 2 only where the visible text still holds
+    # markup (an entity or a tag that the one decoding revealed); with
+    # visible=false it is version 1.
+    v1, v2, v3 = _default_versions()
+    old, new = _by(v2), _by(v3)
+    assert _by(v3 | {"visible": False}) == _by(v1)
+    fp = Fingerprinter(v3)
+    changed = {name for name in TEXTS if new[name] != old[name]}
+    assert changed == {name for name, t in TEXTS.items() if fp.feature_text(t) != fp.normalize(t)}
+    assert changed == {"en_escaped", "zh_escaped"}  # html's "&" and lt_text's "<" stay

@@ -503,7 +503,51 @@ def test_a_new_store_fingerprints_the_visible_text(pg_dsn: str) -> None:
     marked = ('<p class="notice">The community pool&nbsp;will be <b>closed</b> for maintenance'
               " from Monday to Wednesday.</p>")
     with SimhashStore(pg_dsn) as s:
-        assert s.scheme.to_dict()["version"] == 2 and s.scheme.visible
+        assert s.scheme.to_dict()["version"] == 3 and s.scheme.visible
         a = s.add(marked, key="marked")
         assert [m.key for m in s.near(plain, k=0)] == ["marked"]
         assert s.add(plain, key="plain", dedup=True).duplicate_of == a.id
+
+
+_ARTICLE = ("<p>The community pool will be closed for maintenance from Monday to Wednesday, "
+            "the council said on Tuesday.</p><p>Swimming lessons move to the school gym; members "
+            "keep their usual time slots, and the sauna reopens on Thursday morning.</p>")
+
+
+def test_a_new_store_sees_through_double_escaping(pg_dsn: str) -> None:
+    # A page encoded twice: "<p>" shows as "&lt;p&gt;". Its fingerprint is the
+    # article's (version 3), so the look-up finds it; verification still
+    # compares the text the labelling rule sees, which calls the two duplicates.
+    import html
+
+    from simhash_pg.text.schemes import Scheme
+    from simhash_pg.text.simhash import Fingerprinter
+    from simhash_pg.verify.overlap import overlap
+
+    escaped = html.escape(_ARTICLE, quote=False)
+    rule = Fingerprinter(Scheme(version=2))
+    assert overlap(*(rule.normalize(t) for t in (_ARTICLE, escaped))) >= 0.8
+    assert rule.fingerprint(escaped) != rule.fingerprint(_ARTICLE)
+    with SimhashStore(pg_dsn) as s:
+        a = s.add(_ARTICLE, key="article")
+        assert [m.distance for m in s.near(escaped, k=0)] == [0]
+        assert s.add(escaped, key="escaped", dedup=True).duplicate_of == a.id
+
+
+def test_a_version_2_store_keeps_version_2(pg_dsn: str) -> None:
+    import html
+
+    from simhash_pg.text.schemes import Scheme
+    from simhash_pg.text.simhash import Fingerprinter
+
+    v2 = Scheme(version=2)
+    escaped = html.escape(_ARTICLE, quote=False)
+    with SimhashStore(pg_dsn, scheme=v2) as s:  # what simhash-pg 2026-11 recorded
+        s.add(_ARTICLE, key="article")
+    with SimhashStore(pg_dsn) as s:
+        assert s.scheme == v2
+        s.add(escaped, key="escaped", dedup=False)
+        got = dict(s.connection.execute(
+            "SELECT key, fingerprint FROM simhash_documents").fetchall())
+        assert to_unsigned(got["escaped"]) == Fingerprinter(v2).fingerprint(escaped)
+        assert to_unsigned(got["escaped"]) != Fingerprinter().fingerprint(escaped)

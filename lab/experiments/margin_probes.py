@@ -81,7 +81,8 @@ def compute_texts(texts: dict[str, str], scheme: Any = None,
     fps, margins, scale, vt, sig = [], [], [], [], []
     for i in ids:
         norm = norm_fn(texts[i])
-        h, w = extract_hashed(norm, fper.scheme)
+        h, w = extract_hashed(norm if normalize else fper.feature_text(texts[i], norm),
+                              fper.scheme)
         fp, m = vote_with_margins(h, w)
         fps.append(fp)
         margins.append(m)

@@ -261,7 +261,8 @@ STEPS = [
     ("start of this work: v1, rule 1, probes", Scheme(version=1), 1, True),
     ("scheme v2 (visible), rule 1, probes", Scheme(), 1, True),
     ("scheme v1, rule 2 (overlap), probes", Scheme(version=1), 2, True),
-    ("new default: v2, rule 2, probes", Scheme(), 2, True),
+    ("v2, rule 2, probes", Scheme(version=2), 2, True),
+    ("new default: v3 (sees through double escaping), rule 2, probes", Scheme(), 2, True),
 ]
 
 

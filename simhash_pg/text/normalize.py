@@ -13,7 +13,9 @@ any of them needs a new scheme version):
    decoded, ``<script>``/``<style>`` content is dropped, and block elements
    separate words. Else optional (``visible=True``, the default scheme's since
    version 2): well-formed tags become a space and entities are decoded
-   (:func:`simhash_pg.text.visible.strip_markup`), nothing else.
+   (:func:`simhash_pg.text.visible.strip_markup`), nothing else. With
+   ``deep=True`` (scheme version 3's features, never verification), markup
+   that this reveals is removed too (:func:`simhash_pg.text.visible.strip_markup_deep`).
 5. Unicode NFKC (full-width letters, digits and punctuation become their
    ordinary forms, ligatures and compatibility ideographs are unfolded), then
    ``str.casefold`` (stronger than ``lower``: ß -> ss).
@@ -29,7 +31,7 @@ import threading
 import unicodedata
 from typing import Any
 
-from simhash_pg.text.visible import strip_markup
+from simhash_pg.text.visible import strip_markup, strip_markup_deep
 
 __all__ = ["ensure_str", "fix_surrogates", "normalize", "strip_html"]
 
@@ -96,7 +98,8 @@ def _t2s(text: str) -> str:
 
 
 def normalize(
-    text: str, *, html: bool = False, t2s: bool = False, visible: bool = False
+    text: str, *, html: bool = False, t2s: bool = False, visible: bool = False,
+    deep: bool = False,
 ) -> str:
     """Normalise ``text`` by the rules in this module's docstring."""
     text = fix_surrogates(ensure_str(text))
@@ -106,7 +109,7 @@ def normalize(
     if html:
         text = strip_html(text)
     elif visible:
-        text = strip_markup(text)
+        text = strip_markup_deep(text) if deep else strip_markup(text)
     text = unicodedata.normalize("NFKC", text).casefold()
     if t2s and _has_han(text):
         text = _t2s(text)

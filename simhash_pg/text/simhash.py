@@ -161,9 +161,24 @@ class Fingerprinter:
         s = self.scheme
         return normalize(text, html=s.html, t2s=s.t2s, visible=bool(s.visible))
 
+    def feature_text(self, text: str, norm: str | None = None) -> str:
+        """The normalised text the features of ``text`` are taken from.
+
+        :meth:`normalize`'s output (``norm``, if the caller has it), except
+        under scheme version 3 with ``visible``, where markup escaped more
+        than once is removed too (``normalize(..., deep=True)``). Only a text
+        whose visible text still holds ``&`` or ``<`` is normalised again.
+        """
+        if norm is None:
+            norm = self.normalize(text)
+        s = self.scheme
+        if s.version >= 3 and s.visible and ("&" in norm or "<" in norm):
+            return normalize(text, t2s=s.t2s, visible=True, deep=True)
+        return norm
+
     def concrete_scheme(self, text: str) -> Scheme:
         """The scheme actually applied to ``text`` (differs only for ``auto``)."""
-        return resolve_auto(self.scheme, self.normalize(text))
+        return resolve_auto(self.scheme, self.feature_text(text))
 
     def features(self, text: str) -> list[tuple[str, float]]:
         """Weighted features of ``text``, heaviest first (ties by feature).
@@ -171,7 +186,7 @@ class Fingerprinter:
         The same features and weights that :meth:`fingerprint` votes with, so
         two texts' lists show why their fingerprints differ.
         """
-        feats = extract_named(self.normalize(text), self.scheme)
+        feats = extract_named(self.feature_text(text), self.scheme)
         if not feats:
             raise NoFeaturesError(_NO_FEATURES)
         return sorted(feats, key=lambda fw: (-fw[1], fw[0]))
@@ -181,16 +196,17 @@ class Fingerprinter:
 
         Raises TypeError for a non-str, NoFeaturesError for a featureless text.
         """
-        return self._vote(self.normalize(text))
+        return self._vote(self.feature_text(text))
 
     def fingerprint_with_norm(self, text: str) -> tuple[int, str]:
-        """The fingerprint of ``text`` and the normalised text it was computed from.
+        """The fingerprint of ``text`` and its normalised text (:meth:`normalize`).
 
         For callers that need both (the store derives the verification text
-        from it): ``text`` is normalised once. Raises as :meth:`fingerprint`.
+        from it): ``text`` is normalised once (twice where
+        :meth:`feature_text` differs). Raises as :meth:`fingerprint`.
         """
         norm = self.normalize(text)
-        return self._vote(norm), norm
+        return self._vote(self.feature_text(text, norm)), norm
 
     def fingerprint_with_margins(self, text: str) -> tuple[int, npt.NDArray[np.int64]]:
         """The fingerprint of ``text`` and its 64 vote margins, from one vote.
@@ -198,7 +214,7 @@ class Fingerprinter:
         ``margins[j]`` is bit ``j``'s weighted sum before its sign
         (:func:`vote_with_margins`). Raises as :meth:`fingerprint`.
         """
-        return self._vote_margins(self.normalize(text))
+        return self._vote_margins(self.feature_text(text))
 
     def fingerprint_probes(self, text: str, t: int) -> tuple[int, Probes]:
         """The fingerprint of ``text`` and its margin-ranked probe values, ``t`` per block.
@@ -206,21 +222,22 @@ class Fingerprinter:
         :func:`simhash_pg.probes.block_probes` with squared margins, from one
         vote. Raises as :meth:`fingerprint`.
         """
-        return self._probes(self.normalize(text), t)
+        return self._probes(self.feature_text(text), t)
 
-    def _vote(self, norm: str) -> int:
-        return self._vote_margins(norm)[0]
+    # The three below take feature_text's output.
+    def _vote(self, feats: str) -> int:
+        return self._vote_margins(feats)[0]
 
-    def _vote_margins(self, norm: str) -> tuple[int, npt.NDArray[np.int64]]:
-        hashes, weights = extract_hashed(norm, self.scheme)
+    def _vote_margins(self, feats: str) -> tuple[int, npt.NDArray[np.int64]]:
+        hashes, weights = extract_hashed(feats, self.scheme)
         if not len(hashes):
             raise NoFeaturesError(_NO_FEATURES)
         return vote_with_margins(hashes, weights)
 
-    def _probes(self, norm: str, t: int) -> tuple[int, Probes]:
+    def _probes(self, feats: str, t: int) -> tuple[int, Probes]:
         from simhash_pg.probes import block_probes  # probes imports this module
 
-        fp, margins = self._vote_margins(norm)
+        fp, margins = self._vote_margins(feats)
         return fp, block_probes(fp, margins, t)
 
     def _try(self, text: object) -> int | None:
@@ -239,10 +256,11 @@ class Fingerprinter:
         if not isinstance(text, str):
             return None, None, None
         norm = self.normalize(text)
+        feats = self.feature_text(text, norm)
         try:
             if t is None:
-                return self._vote(norm), also(norm), None
-            fp, probes = self._probes(norm, t)
+                return self._vote(feats), also(norm), None
+            fp, probes = self._probes(feats, t)
         except NoFeaturesError:
             return None, None, None
         return fp, also(norm), probes

@@ -32,9 +32,10 @@ Unlike the scheme option ``html=True`` (a full HTML parser), nothing else is
 removed: ``<script>``/``<style>`` content stays, as the labelling rule keeps
 it, and a ``<`` in plain text never swallows the text after it.
 
-The default scheme (version 2, ``visible=true``, :mod:`simhash_pg.text.schemes`)
-fingerprints this visible text; a text in which nothing is well-formed markup
-fingerprints exactly as under version 1.
+The default scheme (``visible=true`` from version 2 on, :mod:`simhash_pg.text.schemes`)
+fingerprints this visible text (from version 3 on, :func:`strip_markup_deep`'s);
+a text in which nothing is well-formed markup fingerprints exactly as under
+version 1.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ import html
 import re
 from html.entities import html5
 
-__all__ = ["HTML_ELEMENTS", "normalize_visible", "strip_markup"]
+__all__ = ["HTML_ELEMENTS", "normalize_visible", "strip_markup", "strip_markup_deep"]
 
 # The element names of the HTML Living Standard, with the obsolete ones still
 # found in scraped pages (font, center, big ...). A name outside this set is
@@ -101,6 +102,32 @@ def strip_markup(text: str) -> str:
     if "&" in text:
         text = _ENTITY.sub(_entity, text)
     return text
+
+
+# A page escaped three times (&amp;amp;lt;p&amp;amp;gt;) is seen through; more
+# is rare enough that the cost bound wins.
+ESCAPE_ROUNDS = 3
+
+
+def strip_markup_deep(text: str) -> str:
+    """:func:`strip_markup`, again while it still changes something (at most
+    :data:`ESCAPE_ROUNDS` more times): markup escaped more than once goes too.
+
+    A page encoded twice shows ``&lt;p&gt;`` and ``&amp;nbsp;``; one decoding
+    (the labelling rule's) leaves ``<p>`` and ``&nbsp;`` as text, the next
+    removes the tag and decodes the entity. It runs on the text as written
+    (entity names are case-sensitive: ``&AC;`` is text, ``&ac;`` is not), and
+    is for fingerprint features only (scheme version 3), never verification.
+    """
+    out = strip_markup(text)
+    for _ in range(ESCAPE_ROUNDS):
+        if "&" not in out and "<" not in out:
+            break
+        again = strip_markup(out)
+        if again == out:
+            break
+        out = again
+    return out
 
 
 def normalize_visible(text: str, *, t2s: bool = True) -> str:

@@ -85,11 +85,12 @@ def text_and_vtext(fingerprinter: Any, text: str, policy: VerifyPolicy) -> tuple
     One normalisation and one vote; raises as ``Fingerprinter.fingerprint``.
     """
     norm = fingerprinter.normalize(text)
+    feats = fingerprinter.feature_text(text, norm)
     if policy.probes_texts:
         assert policy.probe_t is not None
-        fp, probes = fingerprinter._probes(norm, policy.probe_t)
+        fp, probes = fingerprinter._probes(feats, policy.probe_t)
         return fp, policy.with_probes(policy.prepare(norm), probes)
-    return fingerprinter._vote(norm), policy.prepare(norm)
+    return fingerprinter._vote(feats), policy.prepare(norm)
 
 
 def texts_and_vtexts(
