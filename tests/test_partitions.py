@@ -529,6 +529,7 @@ def test_bulk_load_into_todays_partition(pg: psycopg.Connection, pg_dsn: str) ->
         timings: dict[str, float] = {}
         assert store.bulk_load(fps, timings=timings) == len(fps)
         assert store.bulk_load.__doc__ and timings["copy"] > 0
+        assert {"build pkey", "build b0_idx", "build b3_idx"} <= set(timings)
         where = pg.execute(
             "SELECT tableoid::regclass::text, count(*) FROM simhash_documents GROUP BY 1"
         ).fetchall()

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -301,6 +302,55 @@ def test_bulk_load_fills_an_empty_store_and_rebuilds_indexes(store: SimhashStore
     reset(store)
     assert store.bulk_load([Doc(1, key="x", meta={"a": 1}), Doc(2, key="y")]) == 2
     assert store.get("x").meta == {"a": 1}  # type: ignore[union-attr]
+
+
+_INDEX_OIDS = (
+    "SELECT c.relname, c.oid, x.indpred IS NOT NULL FROM pg_index x"
+    " JOIN pg_class c ON c.oid = x.indexrelid"
+    " WHERE x.indrelid = 'simhash_documents'::regclass ORDER BY 1"
+)
+_TRIGGERS = (
+    "SELECT t.tgrelid::regclass::text, t.tgname, t.tgenabled FROM pg_trigger t"
+    " WHERE t.tgname IN ('simhash_keys_insert', 'simhash_links_insert') ORDER BY 1, 2"
+)
+
+
+def test_an_array_load_keeps_the_partial_indexes_it_leaves_empty(store: SimhashStore) -> None:
+    # A fingerprint array has no key, text or link: the partial indexes on
+    # those columns stay through its COPY (the same index, not rebuilt), the
+    # others are rebuilt; the keyed-row triggers are on again afterwards.
+    conn = store.connection
+    before = conn.execute(_INDEX_OIDS).fetchall()
+    triggers = conn.execute(_TRIGGERS).fetchall()
+    assert {t[2] for t in triggers} == {"O"} and len(triggers) >= 2
+    fps = np.random.default_rng(4).integers(0, 2**64, size=3000, dtype=np.uint64)
+    assert store.bulk_load(fps) == 3000
+    after = conn.execute(_INDEX_OIDS).fetchall()
+    assert [r[0] for r in after] == [r[0] for r in before]
+    kept = {name for (name, oid, partial), (_, old, _) in zip(after, before, strict=True)
+            if oid == old}
+    assert kept == {name for name, _, partial in before if partial} and len(kept) == 4
+    assert conn.execute(_TRIGGERS).fetchall() == triggers
+    # the triggers work: a keyed add is recorded, a link too
+    a = store.add("a keyed text added after the load, long enough to matter", key="k1")
+    assert conn.execute("SELECT id FROM simhash_keys WHERE key = 'k1'").fetchone() == (a.id,)
+    assert store.get("k1") is not None
+    # a list of ints takes the general path: every index rebuilt
+    reset(store)
+    assert store.bulk_load([int(x) for x in fps[:10]]) == 10
+    assert not {oid for _, oid, _ in conn.execute(_INDEX_OIDS)} & {oid for _, oid, _ in after}
+
+
+def test_an_array_load_streams_in_chunks(store: SimhashStore,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # one COPY statement, its rows sent a chunk at a time: the chunks join up
+    from simhash_pg.store import pgcopy
+
+    monkeypatch.setattr(pgcopy, "CHUNK_ROWS", 7)
+    fps = np.random.default_rng(9).integers(0, 2**64, size=30, dtype=np.uint64)
+    assert store.bulk_load(fps) == 30
+    got = store.connection.execute("SELECT id, fingerprint FROM simhash_documents ORDER BY id")
+    assert got.fetchall() == [(i + 1, to_signed(int(fp))) for i, fp in enumerate(fps)]
 
 
 # -- bad input ------------------------------------------------------------------------

@@ -62,9 +62,7 @@ def fill_day(conn: psycopg.Connection[Any], day: date, fps: np.ndarray, first_id
                      " INCLUDING GENERATED)")
         conn.execute(f"ALTER TABLE {name} ALTER created_at SET DEFAULT"
                      f" '{day.isoformat()} 12:00+00'::timestamptz")
-        for start in range(0, len(fps), 1_000_000):
-            copy_fingerprints(conn, fps[start : start + 1_000_000], first_id + start,
-                              sql.Identifier(name))
+        copy_fingerprints(conn, fps, first_id, sql.Identifier(name))
     conn.execute(f"ALTER TABLE simhash_documents ATTACH PARTITION {name}"
                  f" FOR VALUES FROM ('{lo} 00:00+00') TO ('{hi} 00:00+00')")
     conn.execute(f"VACUUM (ANALYZE) {name}")

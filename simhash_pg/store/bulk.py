@@ -5,10 +5,18 @@ visibility map: index-only scans from the first query; on the partitioned
 table, COPY goes into the partition of today), drop the primary key, the
 foreign key and the secondary indexes, COPY everything (store/pgcopy.py),
 rebuild them as they were, then VACUUM (ANALYZE).
+
+A load of a fingerprint array writes only ids and fingerprints, so the
+partial indexes on ``col IS NOT NULL`` of the other columns stay empty: they
+are kept through its COPY (a NULL test per row and index) instead of being
+rebuilt by a heap scan each, and the insert triggers that fire only for rows
+with a key or a link are off during it. At 50M rows that took the load from
+337k to NNNk rows/s (docs/benchmarks.md, "Bulk load").
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable
 from itertools import islice
@@ -33,12 +41,18 @@ _CONSTRAINTS = (
     " ORDER BY contype"  # f before p: the foreign key depends on the primary key
 )
 _INDEXES = (
-    "SELECT i.relname, pg_get_indexdef(x.indexrelid) FROM pg_index x"
-    " JOIN pg_class i ON i.oid = x.indexrelid"
+    "SELECT i.relname, pg_get_indexdef(x.indexrelid), pg_get_expr(x.indpred, x.indrelid)"
+    " FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
     " WHERE x.indrelid = 'simhash_documents'::regclass AND NOT x.indisprimary"
 )
+# The columns copy_fingerprints writes (created_at by its default): a partial
+# index on "other IS NOT NULL" gets no entry from an array load.
+_ARRAY_COLUMNS = frozenset({"id", "fingerprint", "created_at", "b0", "b1", "b2", "b3"})
+_NOT_NULL = re.compile(r"\((\w+) IS NOT NULL\)")
+# Insert triggers WHEN (NEW.key IS NOT NULL) / (NEW.duplicate_of IS NOT NULL):
+# nothing to do for an array load's rows, and a WHEN test per row to skip.
+_KEYED_ROW_TRIGGERS = ("simhash_keys_insert", "simhash_links_insert")
 _ADD_CONSTRAINT = sql.SQL("ALTER TABLE simhash_documents ADD CONSTRAINT {} {}")
-_NUMPY_CHUNK = 1_000_000
 
 
 def bulk_load(
@@ -65,7 +79,10 @@ def bulk_load(
             raise ValueError("bulk_load needs an empty store; use add_many instead")
         conn.execute("TRUNCATE simhash_documents RESTART IDENTITY")
         target = copy_target(conn)
-        constraints, indexdefs = _drop_keys_and_indexes(conn)
+        array = isinstance(docs, np.ndarray)
+        constraints, indexdefs = _drop_keys_and_indexes(conn, keep_empty=array)
+        if array:
+            _set_triggers(conn, "DISABLE")
         clock = time.perf_counter()
         loaded = _copy_all(conn, docs, target, batch_size,
                            lambda batch: prepare(batch, fingerprinter, policy, workers,
@@ -77,9 +94,12 @@ def bulk_load(
                 [loaded],
             )
         phase = {"copy": time.perf_counter() - clock}
+        if array:
+            _set_triggers(conn, "ENABLE")
         clock = time.perf_counter()
-        _rebuild(conn, constraints, indexdefs)
+        builds = _rebuild(conn, constraints, indexdefs)
         phase["index builds"] = time.perf_counter() - clock
+        phase.update((f"build {name}", sec) for name, sec in builds.items())
         clock = time.perf_counter()
     # COPY FREEZE set the visibility map already (PG 14+); VACUUM finds
     # little to do but makes sure of it, and ANALYZE gives the planner stats.
@@ -92,19 +112,34 @@ def bulk_load(
     return loaded
 
 
+def _set_triggers(conn: psycopg.Connection[Any], how: str) -> None:
+    """ENABLE or DISABLE the keyed-row insert triggers (on every partition)."""
+    for name in _KEYED_ROW_TRIGGERS:
+        conn.execute(sql.SQL("ALTER TABLE simhash_documents {} TRIGGER {}").format(
+            sql.SQL(how), sql.Identifier(name)))
+
+
+def _stays_empty(predicate: str | None) -> bool:
+    """Whether a partial index with this predicate gets no entry from an array load."""
+    m = _NOT_NULL.fullmatch(predicate or "")
+    return m is not None and m.group(1) not in _ARRAY_COLUMNS
+
+
 def _drop_keys_and_indexes(
-    conn: psycopg.Connection[Any],
+    conn: psycopg.Connection[Any], *, keep_empty: bool = False,
 ) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
     """Drop what would slow the COPY; return how to build it again.
 
     Constraints too: the primary key is built faster afterwards, and the
-    duplicate_of foreign key would queue a trigger event per row.
+    duplicate_of foreign key would queue a trigger event per row. With
+    ``keep_empty`` (an array load), the partial indexes it leaves empty stay.
     """
     constraints = conn.execute(_CONSTRAINTS).fetchall()
     for name, _, _ in constraints:
         conn.execute(sql.SQL("ALTER TABLE simhash_documents DROP CONSTRAINT {}").format(
             sql.Identifier(name)))
-    indexdefs = [(r[0], r[1]) for r in conn.execute(_INDEXES)]
+    indexdefs = [(r[0], r[1]) for r in conn.execute(_INDEXES)
+                 if not (keep_empty and _stays_empty(r[2]))]
     for name, _ in indexdefs:
         conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
     # a partitioned table's index is defined ON ONLY the parent; built
@@ -113,16 +148,27 @@ def _drop_keys_and_indexes(
 
 
 def _rebuild(conn: psycopg.Connection[Any], constraints: list[tuple[str, str, str]],
-             indexdefs: list[tuple[str, str]]) -> None:
-    """The primary key, then the indexes, then the foreign key that needs the key."""
+             indexdefs: list[tuple[str, str]]) -> dict[str, float]:
+    """The primary key, then the indexes, then the foreign key that needs the key.
+
+    Returns the seconds each took, by name (without the table's prefix).
+    """
+    took: dict[str, float] = {}
+
+    def run(name: str, statement: Any) -> None:
+        clock = time.perf_counter()
+        conn.execute(statement)
+        took[name.removeprefix("simhash_documents_")] = time.perf_counter() - clock
+
     for name, kind, ddl in reversed(constraints):
         if kind == "p":
-            conn.execute(_ADD_CONSTRAINT.format(sql.Identifier(name), sql.SQL(ddl)))
-    for _, ddl in indexdefs:
-        conn.execute(ddl)
+            run(name, _ADD_CONSTRAINT.format(sql.Identifier(name), sql.SQL(ddl)))
+    for name, ddl in indexdefs:
+        run(name, ddl)
     for name, kind, ddl in constraints:
         if kind == "f":
-            conn.execute(_ADD_CONSTRAINT.format(sql.Identifier(name), sql.SQL(ddl)))
+            run(name, _ADD_CONSTRAINT.format(sql.Identifier(name), sql.SQL(ddl)))
+    return took
 
 
 def _copy_all(
@@ -138,10 +184,8 @@ def _copy_all(
     if isinstance(docs, np.ndarray):
         # fingerprints already as uint64: no per-item checks needed
         fps_all = np.ascontiguousarray(docs, dtype=np.uint64)
-        for start in range(0, len(fps_all), _NUMPY_CHUNK):
-            chunk = fps_all[start : start + _NUMPY_CHUNK]
-            copy_fingerprints(conn, chunk, next_id, target)
-            next_id += len(chunk)
+        copy_fingerprints(conn, fps_all, next_id, target)
+        next_id += len(fps_all)
         docs = ()
     it = iter(docs)
     while batch := list(islice(it, batch_size)):

@@ -476,7 +476,8 @@ class SimhashStore:
         meanwhile. Raises ValueError if the store is not empty; an error
         leaves it empty. ``docs`` may also be a NumPy uint64 array of
         fingerprints (fastest). ``timings``, if given, receives seconds per
-        phase. Rows keep for verification what :meth:`add` would keep.
+        phase ("copy", "index builds", "vacuum analyze") and per index
+        build ("build b0_idx", ...). Rows keep for verification what :meth:`add` would keep.
         """
         return bulk.bulk_load(self._conn, docs, self.fingerprinter, self.policy,
                               batch_size=batch_size, workers=workers, timings=timings)

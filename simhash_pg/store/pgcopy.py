@@ -38,6 +38,7 @@ _COPY = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY{})")
 
 # Binary COPY framing: signature, flags (no OIDs), header extension length;
 # the trailer is a field count of -1.
+CHUNK_ROWS = 1_000_000  # 26 MB of COPY data a chunk
 _HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
 _TRAILER = b"\xff\xff"
 
@@ -78,6 +79,11 @@ def binary_copy_data(*fields: tuple[npt.DTypeLike, npt.ArrayLike]) -> bytes:
 
         binary_copy_data((">i8", ids), (">i8", signed_fingerprints))
     """
+    return _HEADER + _binary_rows(*fields) + _TRAILER
+
+
+def _binary_rows(*fields: tuple[npt.DTypeLike, npt.ArrayLike]) -> bytes:
+    """The rows of :func:`binary_copy_data`, without its header and trailer."""
     dtypes = [np.dtype(dt) for dt, _ in fields]
     layout: list[tuple[str, Any]] = [("count", ">i2")]
     for j, dt in enumerate(dtypes):
@@ -88,17 +94,26 @@ def binary_copy_data(*fields: tuple[npt.DTypeLike, npt.ArrayLike]) -> bytes:
     for j, (dt, (_, values)) in enumerate(zip(dtypes, fields, strict=True)):
         rows[f"size{j}"] = dt.itemsize
         rows[f"value{j}"] = values
-    return _HEADER + rows.tobytes() + _TRAILER
+    return rows.tobytes()
 
 
 def copy_fingerprints(
     conn: psycopg.Connection[Any], fps: Any, first_id: int, table: sql.Composable
 ) -> None:
-    """COPY (id, fingerprint) rows, ids from ``first_id``, frozen (bulk_load's fast path)."""
-    ids = np.arange(first_id, first_id + len(fps), dtype=np.int64)
-    data = binary_copy_data((">i8", ids), (">i8", to_signed_array(fps)))
+    """COPY (id, fingerprint) rows of uint64 ``fps``, ids from ``first_id``, frozen.
+
+    bulk_load's fast path. One statement, its data built and sent
+    :data:`CHUNK_ROWS` rows at a time: NumPy builds the next chunk while the
+    server copies the last, where a statement per chunk left the server idle
+    for each chunk's build and the statement's round trip.
+    """
     with conn.cursor() as cur, cur.copy(_statement(table, ("id", "fingerprint"), True)) as copy:
-        copy.write(data)
+        copy.write(_HEADER)
+        for start in range(0, len(fps), CHUNK_ROWS):
+            chunk = fps[start : start + CHUNK_ROWS]
+            ids = np.arange(first_id + start, first_id + start + len(chunk), dtype=np.int64)
+            copy.write(_binary_rows((">i8", ids), (">i8", to_signed_array(chunk))))
+        copy.write(_TRAILER)
 
 
 def copy_target(conn: psycopg.Connection[Any]) -> sql.Composable:
