@@ -308,7 +308,8 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
     except psycopg.Error as exc:
         echo(f"(no prewarm: {str(exc).strip().splitlines()[0]})")
     if writes_only:
-        _adds(conn, store, fps, add_rows, seed, skew, k)
+        if add_rows:  # --add-rows 0: the load alone
+            _adds(conn, store, fps, add_rows, seed, skew, k)
         store.close()
         conn.close()
         return
