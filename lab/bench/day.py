@@ -102,9 +102,11 @@ def _wal(conn: psycopg.Connection[Any]) -> tuple[int, int, int]:
 
 
 def _phase(dsn: str, conn: psycopg.Connection[Any], dedup: bool, clients: int,
-           seconds: float, windows: int, seed: int) -> dict[str, Any]:
+           seconds: float, windows: int, seed: int, wal: str = "") -> dict[str, Any]:
     # more than any client can add in the time
     per = int(seconds * 40_000)
+    if wal:  # the writers' sessions compress their page images so (a superuser setting)
+        dsn = psycopg.conninfo.make_conninfo(dsn, options=f"-c wal_compression={wal}")
     ctx = multiprocessing.get_context("spawn")
     ready, go, results = ctx.Queue(), ctx.Event(), ctx.Queue()
     procs = [ctx.Process(target=_client, args=(dsn, _random(per, seed + c), dedup, seconds,
@@ -147,10 +149,13 @@ def _phase(dsn: str, conn: psycopg.Connection[Any], dedup: bool, clients: int,
 @click.option("--max-wal-size", default=None,
               help="The throwaway server's max_wal_size (e.g. 6GB) instead of the large "
               "store's (the RAM, at most 64 GB): how often WAL volume forces a checkpoint.")
+@click.option("--wal-compression", "wal", default="",
+              help="Run each writer once per value (comma-separated: off, pglz, lz4, on), "
+              "side by side: how its page images are compressed. Default: the server's.")
 @click.option("--seed", type=int, default=1, show_default=True)
 @scratch_options
 def command(per_day: int, at: str, clients: int, seconds: float, windows: int,
-            max_wal_size: str | None, seed: int, dsn: str | None, home: str | None,
+            max_wal_size: str | None, wal: str, seed: int, dsn: str | None, home: str | None,
             keep: bool) -> None:
     """add_many docs/s as today's partition grows to a day of rows, yesterday's full."""
     from simhash_pg.db.server import sized_settings
@@ -165,12 +170,17 @@ def command(per_day: int, at: str, clients: int, seconds: float, windows: int,
     settings = sized_settings(large=True)
     if max_wal_size:
         settings["max_wal_size"] = max_wal_size
+    wals = [w.strip() for w in wal.split(",") if w.strip()] or [""]
+    bad = [w for w in wals if w not in ("off", "on", "pglz", "lz4")]
+    if bad:
+        raise click.BadParameter(f"off, on, pglz or lz4, got {bad[0]!r}",
+                                 param_hint="--wal-compression")
     with scratch_dsn(dsn, home=home, keep=keep, settings=settings) as url:
-        _run(url, per_day, points, clients, seconds, windows, seed)
+        _run(url, per_day, points, clients, seconds, windows, seed, wals)
 
 
 def _run(dsn: str, per_day: int, points: list[float], clients: int, seconds: float,
-         windows: int, seed: int) -> None:
+         windows: int, seed: int, wals: list[str] | None = None) -> None:
     from simhash_pg.db import migrate
     from simhash_pg.store import SimhashStore
 
@@ -195,7 +205,7 @@ def _run(dsn: str, per_day: int, points: list[float], clients: int, seconds: flo
         t = fill_day(conn, today - timedelta(days=1), _random(per_day, seed), 1)
         echo(f"yesterday: {per_day:,} rows by COPY + attach in {t:.0f} s")
         today_fps = _random(per_day, seed + 1)
-        head = (f"{'today rows':>11} {'writer':<14} {'docs/s':>8} "
+        head = (f"{'today rows':>11} {'writer':<24} {'docs/s':>8} "
                 f"{'per window':<34} {'FPI/row':>8} {'WAL B/row':>9} {'ckpts':>5}")
         rows_out = []
         for p, fraction in enumerate(points):
@@ -205,10 +215,11 @@ def _run(dsn: str, per_day: int, points: list[float], clients: int, seconds: flo
                          [per_day + size + 1])
             warmed = _prewarm(conn)
             echo(f"today at {size:,} rows: COPY + attach in {t:.0f} s, {warmed}")
-            for dedup in (True, False):
+            for dedup, wal in itertools.product((True, False), wals or [""]):
                 got = _phase(dsn, conn, dedup, clients, seconds, windows,
-                             seed + 100 * (p + 1) + dedup)
-                line = (f"{size:>11,} {'dedup=' + str(dedup):<14} {got['rate']:>8,.0f} "
+                             seed + 100 * (p + 1) + dedup, wal)
+                writer = f"dedup={dedup}" + (f" wal_comp={wal}" if wal else "")
+                line = (f"{size:>11,} {writer:<24} {got['rate']:>8,.0f} "
                         f"{' '.join(f'{w:,.0f}' for w in got['windows']):<34} "
                         f"{got['fpi_per_row']:>8.2f} {got['wal_per_row']:>9,.0f}"
                         f" {got['checkpoints']:>5}")
