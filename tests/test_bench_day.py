@@ -39,3 +39,21 @@ def test_bench_day_names_a_bad_point() -> None:
     assert res.exit_code == 2 and "fractions between 0 and 1" in res.output
     res = CliRunner().invoke(command, ["--at", "noon"])
     assert res.exit_code == 2 and "comma-separated fractions" in res.output
+
+
+def test_bench_day_weekly_puts_both_days_in_one_partition(pg_dsn: str) -> None:
+    from datetime import datetime, timezone
+
+    res = CliRunner().invoke(command, ["--per-day", "2000", "--at", "1", "--seconds", "1",
+                                       "--windows", "1", "--clients", "1", "--interval", "week",
+                                       "--dsn", pg_dsn])
+    assert res.exit_code == 0, res.output
+    with psycopg.connect(pg_dsn) as conn:
+        days = conn.execute(
+            "SELECT tableoid::regclass::text, min(created_at)::date, max(created_at)::date,"
+            " count(*) FROM simhash_documents WHERE id <= 4000 GROUP BY 1").fetchall()
+    if datetime.now(timezone.utc).weekday() == 0:  # Monday: yesterday is last week's
+        assert len(days) == 2, days
+    else:
+        assert len(days) == 1 and days[0][3] == 4000, days
+        assert (days[0][2] - days[0][1]).days == 1  # yesterday's rows and today's

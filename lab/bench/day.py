@@ -34,7 +34,7 @@ from lab.bench.stream import _prewarm
 from simhash_pg.store.pgcopy import copy_fingerprints
 from simhash_pg.store.planner_stats import forget_empty_stats
 
-__all__ = ["command", "fill_day"]
+__all__ = ["command", "fill_day", "fill_span"]
 
 _BATCH = 5_000
 
@@ -45,26 +45,36 @@ def _random(n: int, seed: int) -> np.ndarray:
 
 
 def fill_day(conn: psycopg.Connection[Any], day: date, fps: np.ndarray, first_id: int) -> float:
-    """Make ``day``'s partition hold exactly ``fps`` (ids from ``first_id``); seconds.
+    """Make ``day``'s partition hold exactly ``fps`` (ids from ``first_id``); seconds."""
+    return fill_span(conn, day, day + timedelta(days=1), [(day, fps, first_id)])
 
-    The rows go into a plain table by binary COPY, which is then attached:
-    PostgreSQL builds the parent's indexes on it, as after a bulk load.
+
+def fill_span(conn: psycopg.Connection[Any], lo: date, hi: date,
+              pieces: list[tuple[date, np.ndarray, int]]) -> float:
+    """Make one partition for [lo, hi) hold exactly the pieces' rows; seconds.
+
+    Each piece is (the day its rows were added, uint64 fingerprints, first id).
+    Partitions overlapping the span go first. The rows go into a plain table
+    by binary COPY, which is then attached: PostgreSQL builds the parent's
+    indexes on it, as after a bulk load.
     """
     t = time.perf_counter()
-    name = f"simhash_documents_p{day:%Y%m%d}"
-    lo, hi = day.isoformat(), (day + timedelta(days=1)).isoformat()
-    if conn.execute("SELECT to_regclass(%s)", [name]).fetchone() != (None,):
-        conn.execute(f"ALTER TABLE simhash_documents DETACH PARTITION {name}")
-        conn.execute(f"DROP TABLE {name}")
+    name = f"simhash_documents_p{lo:%Y%m%d}"
+    for (old,) in conn.execute(
+            "SELECT partition::text FROM simhash_partitions() WHERE NOT is_default"
+            " AND lower_bound < %s AND upper_bound > %s", [hi, lo]).fetchall():
+        conn.execute(f"ALTER TABLE simhash_documents DETACH PARTITION {old}")
+        conn.execute(f"DROP TABLE {old}")
     # one transaction: a table created in it takes COPY FREEZE (bulk_load's path)
     with conn.transaction():
         conn.execute(f"CREATE TABLE {name} (LIKE simhash_documents INCLUDING DEFAULTS"
                      " INCLUDING GENERATED)")
-        conn.execute(f"ALTER TABLE {name} ALTER created_at SET DEFAULT"
-                     f" '{day.isoformat()} 12:00+00'::timestamptz")
-        copy_fingerprints(conn, fps, first_id, sql.Identifier(name))
+        for day, fps, first_id in pieces:
+            conn.execute(f"ALTER TABLE {name} ALTER created_at SET DEFAULT"
+                         f" '{day.isoformat()} 12:00+00'::timestamptz")
+            copy_fingerprints(conn, fps, first_id, sql.Identifier(name))
     conn.execute(f"ALTER TABLE simhash_documents ATTACH PARTITION {name}"
-                 f" FOR VALUES FROM ('{lo} 00:00+00') TO ('{hi} 00:00+00')")
+                 f" FOR VALUES FROM ('{lo.isoformat()} 00:00+00') TO ('{hi.isoformat()} 00:00+00')")
     conn.execute(f"VACUUM (ANALYZE) {name}")
     forget_empty_stats(conn)  # an empty one: as the store leaves it (planner_stats.py)
     return time.perf_counter() - t
@@ -152,11 +162,15 @@ def _phase(dsn: str, conn: psycopg.Connection[Any], dedup: bool, clients: int,
 @click.option("--wal-compression", "wal", default="",
               help="Run each writer once per value (comma-separated: off, pglz, lz4, on), "
               "side by side: how its page images are compressed. Default: the server's.")
+@click.option("--interval", type=click.Choice(["day", "week"]), default="day",
+              show_default=True,
+              help="The store's partition interval: week puts yesterday and today in one "
+              "partition (this week's), so a look-up probes one filled partition, not two.")
 @click.option("--seed", type=int, default=1, show_default=True)
 @scratch_options
 def command(per_day: int, at: str, clients: int, seconds: float, windows: int,
-            max_wal_size: str | None, wal: str, seed: int, dsn: str | None, home: str | None,
-            keep: bool) -> None:
+            max_wal_size: str | None, wal: str, interval: str, seed: int, dsn: str | None,
+            home: str | None, keep: bool) -> None:
     """add_many docs/s as today's partition grows to a day of rows, yesterday's full."""
     from simhash_pg.db.server import sized_settings
 
@@ -170,25 +184,25 @@ def command(per_day: int, at: str, clients: int, seconds: float, windows: int,
     settings = sized_settings(large=True)
     if max_wal_size:
         settings["max_wal_size"] = max_wal_size
-    wals = [w.strip() for w in wal.split(",") if w.strip()] or [""]
+    wals = [w.strip() for w in wal.split(",") if w.strip()]
     bad = [w for w in wals if w not in ("off", "on", "pglz", "lz4")]
     if bad:
         raise click.BadParameter(f"off, on, pglz or lz4, got {bad[0]!r}",
                                  param_hint="--wal-compression")
     with scratch_dsn(dsn, home=home, keep=keep, settings=settings) as url:
-        _run(url, per_day, points, clients, seconds, windows, seed, wals)
+        _run(url, per_day, points, clients, seconds, windows, seed, wals or [""], interval)
 
 
 def _run(dsn: str, per_day: int, points: list[float], clients: int, seconds: float,
-         windows: int, seed: int, wals: list[str] | None = None) -> None:
+         windows: int, seed: int, wals: list[str] | None = None, interval: str = "day") -> None:
     from simhash_pg.db import migrate
     from simhash_pg.store import SimhashStore
 
     echo = click.echo
     migrate.downgrade(dsn, "base")
     migrate.upgrade(dsn)
-    with SimhashStore(dsn):
-        pass  # today's partition, tomorrow's and the default
+    with SimhashStore(dsn, partition_interval=interval):  # type: ignore[arg-type]
+        pass  # the current partition, the next one and the default
     with psycopg.connect(dsn, autocommit=True) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
         settings = conn.execute(
@@ -196,21 +210,34 @@ def _run(dsn: str, per_day: int, points: list[float], clients: int, seconds: flo
             " FROM pg_settings WHERE name IN ('shared_buffers', 'max_wal_size',"
             " 'checkpoint_timeout', 'wal_compression', 'synchronous_commit')").fetchone()[0]  # type: ignore[index]
         today = conn.execute("SELECT (now() AT TIME ZONE 'UTC')::date").fetchone()[0]  # type: ignore[index]
-        echo(f"simhash-pg bench day: {per_day:,} rows a day, yesterday's partition full,"
+        layout = ("yesterday's rows and today's in this week's partition" if interval == "week"
+                  else "yesterday's partition full")
+        echo(f"simhash-pg bench day: {per_day:,} rows a day, {layout},"
              f" today's at {', '.join(f'{x:g}' for x in points)} of a day,"
              f" {clients} clients x {seconds:g} s per writer,"
              f" seed={seed}")
         echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores, {settings},"
              f" load average {os.getloadavg()[0]:.1f}")
-        t = fill_day(conn, today - timedelta(days=1), _random(per_day, seed), 1)
-        echo(f"yesterday: {per_day:,} rows by COPY + attach in {t:.0f} s")
+        yesterday = today - timedelta(days=1)
+        monday = today - timedelta(days=today.weekday())
+        weekly = interval == "week" and yesterday >= monday
+        if interval == "week" and not weekly:
+            echo("today is a Monday: yesterday is last week's partition, as with days")
+        if not weekly:
+            t = fill_day(conn, yesterday, _random(per_day, seed), 1)
+            echo(f"yesterday: {per_day:,} rows by COPY + attach in {t:.0f} s")
         today_fps = _random(per_day, seed + 1)
         head = (f"{'today rows':>11} {'writer':<24} {'docs/s':>8} "
                 f"{'per window':<34} {'FPI/row':>8} {'WAL B/row':>9} {'ckpts':>5}")
         rows_out = []
         for p, fraction in enumerate(points):
             size = int(per_day * fraction)
-            t = fill_day(conn, today, today_fps[:size], per_day + 1)
+            if weekly:  # both days in this week's partition
+                t = fill_span(conn, monday, monday + timedelta(days=7),
+                              [(yesterday, _random(per_day, seed), 1),
+                               (today, today_fps[:size], per_day + 1)])
+            else:
+                t = fill_day(conn, today, today_fps[:size], per_day + 1)
             conn.execute("SELECT setval(pg_get_serial_sequence('simhash_documents', 'id'), %s)",
                          [per_day + size + 1])
             warmed = _prewarm(conn)
