@@ -26,7 +26,8 @@ Versions:
    version they were made with.
 3. (new stores) the same dict keys as version 2. With ``visible``, the
    *features* also look through markup escaped more than once
-   (``&lt;p&gt;``, ``&amp;nbsp;``: :func:`simhash_pg.text.normalize.see_through`);
+   (``&lt;p&gt;``, ``&amp;nbsp;``: :func:`simhash_pg.text.visible.strip_markup_deep`,
+   :meth:`simhash_pg.text.simhash.Fingerprinter.feature_text`);
    verification texts and sentence signatures stay the visible text of
    version 2, which is what the labelling rule compares. A text in which
    nothing is left to decode after version 2's visible text (no ``&`` or
@@ -34,8 +35,8 @@ Versions:
    version 2; ``visible=false`` equals version 1 here too. Why: a page
    encoded twice keeps ``lt p gt`` and ``nbsp`` as letters in every
    paragraph, which moved its fingerprint beyond the probes' reach of pairs
-   the rule calls duplicates (recall 0.65-0.73 on such copies, the weakest
-   kind measured; docs/quality.md).
+   the rule calls duplicates (recall 0.68-0.85 on such copies, the weakest
+   kind measured; docs/quality.md, "Escaped twice").
 
 Why ``auto`` is what it is (``../shared/eval``, ROC AUC of -distance over the
 6,890 labelled document pairs, mean of 5 hash seeds; lab.evaluation):
