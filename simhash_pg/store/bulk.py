@@ -29,7 +29,12 @@ from psycopg.types.json import Jsonb
 
 from simhash_pg.bits import check_fingerprint, to_signed
 from simhash_pg.store.batch import Prepared, prepare
-from simhash_pg.store.pgcopy import copy_documents, copy_fingerprints, copy_target
+from simhash_pg.store.pgcopy import (
+    FINGERPRINT_COLUMNS,
+    copy_documents,
+    copy_fingerprints,
+    copy_target,
+)
 from simhash_pg.store.planner_stats import forget_empty_stats
 from simhash_pg.verify import VerifyPolicy, VText
 
@@ -45,9 +50,10 @@ _INDEXES = (
     " FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
     " WHERE x.indrelid = 'simhash_documents'::regclass AND NOT x.indisprimary"
 )
-# The columns copy_fingerprints writes (created_at by its default): a partial
-# index on "other IS NOT NULL" gets no entry from an array load.
-_ARRAY_COLUMNS = frozenset({"id", "fingerprint", "created_at", "b0", "b1", "b2", "b3"})
+# What an array load's rows hold: copy_fingerprints' columns, created_at by
+# its default and the generated blocks. A partial index on "other IS NOT
+# NULL" gets no entry from it.
+_ARRAY_COLUMNS = frozenset({*FINGERPRINT_COLUMNS, "created_at", "b0", "b1", "b2", "b3"})
 _NOT_NULL = re.compile(r"\((\w+) IS NOT NULL\)")
 # Insert triggers WHEN (NEW.key IS NOT NULL) / (NEW.duplicate_of IS NOT NULL):
 # nothing to do for an array load's rows, and a WHEN test per row to skip.
@@ -84,10 +90,15 @@ def bulk_load(
         if array:
             _set_triggers(conn, "DISABLE")
         clock = time.perf_counter()
-        loaded = _copy_all(conn, docs, target, batch_size,
-                           lambda batch: prepare(batch, fingerprinter, policy, workers,
-                                                 probes=False),
-                           policy.stored_fields)
+        if array:  # fingerprints already as uint64: no per-item checks needed
+            fps = np.ascontiguousarray(docs, dtype=np.uint64)
+            copy_fingerprints(conn, fps, 1, target)
+            loaded = len(fps)
+        else:
+            loaded = _copy_all(conn, docs, target, batch_size,
+                               lambda batch: prepare(batch, fingerprinter, policy, workers,
+                                                     probes=False),
+                               policy.stored_fields)
         if loaded:
             conn.execute(
                 "SELECT setval(pg_get_serial_sequence('simhash_documents', 'id'), %s)",
@@ -179,14 +190,9 @@ def _copy_all(
     prepare_batch: Callable[[list[Any]], Prepared],
     stored_fields: Callable[[VText | None], tuple[str | None, int | None, list[int] | None]],
 ) -> int:
-    """COPY every input, ids from 1; the number of rows."""
+    """COPY every input (not an array: bulk_load copies that whole), ids from 1; the
+    number of rows."""
     next_id = 1
-    if isinstance(docs, np.ndarray):
-        # fingerprints already as uint64: no per-item checks needed
-        fps_all = np.ascontiguousarray(docs, dtype=np.uint64)
-        copy_fingerprints(conn, fps_all, next_id, target)
-        next_id += len(fps_all)
-        docs = ()
     it = iter(docs)
     while batch := list(islice(it, batch_size)):
         if all(isinstance(d, int) and not isinstance(d, bool) for d in batch):

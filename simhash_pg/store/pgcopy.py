@@ -23,7 +23,9 @@ from psycopg import sql
 from simhash_pg.bits import to_signed_array
 
 __all__ = [
+    "CHUNK_ROWS",
     "DOCUMENT_COLUMNS",
+    "FINGERPRINT_COLUMNS",
     "binary_copy_data",
     "copy_documents",
     "copy_fingerprints",
@@ -36,9 +38,11 @@ DOCUMENT_COLUMNS = ("id", "key", "fingerprint", "duplicate_of", "meta", "verify_
 _DOCUMENT_TYPES = ["int8", "text", "int8", "int8", "jsonb", "text", "int8", "int8[]"]
 _COPY = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY{})")
 
+# The columns copy_fingerprints writes; the others take their defaults.
+FINGERPRINT_COLUMNS = ("id", "fingerprint")
+CHUNK_ROWS = 1_000_000  # copy_fingerprints' rows per chunk: 26 MB of COPY data
 # Binary COPY framing: signature, flags (no OIDs), header extension length;
 # the trailer is a field count of -1.
-CHUNK_ROWS = 1_000_000  # 26 MB of COPY data a chunk
 _HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
 _TRAILER = b"\xff\xff"
 
@@ -107,7 +111,7 @@ def copy_fingerprints(
     server copies the last, where a statement per chunk left the server idle
     for each chunk's build and the statement's round trip.
     """
-    with conn.cursor() as cur, cur.copy(_statement(table, ("id", "fingerprint"), True)) as copy:
+    with conn.cursor() as cur, cur.copy(_statement(table, FINGERPRINT_COLUMNS, True)) as copy:
         copy.write(_HEADER)
         for start in range(0, len(fps), CHUNK_ROWS):
             chunk = fps[start : start + CHUNK_ROWS]
