@@ -27,8 +27,7 @@ import html
 import random
 
 from lab import quality as Q
-from lab.experiments.margin_probes import table
-from lab.experiments.noise_eval import prf, step_decisions
+from lab.experiments.noise_eval import kind_table, step_decisions
 from lab.noise import NoisePair, _entities, _jsonl, html_markup, label, paragraphs
 
 KINDS = ("triple", "markup_shown", "partly", "both_sides", "title_escaped")
@@ -76,17 +75,7 @@ def main() -> None:
     ap.add_argument("--per-kind", type=int, default=150)
     args = ap.parse_args()
     ps, dec = step_decisions(generate(args.per_kind, args.seed))
-    names = list(dec)[-2:]  # scheme version 2 and the default (3)
-    rows = []
-    for k in KINDS:
-        for lg in ("zh", "en"):
-            m = (ps.kind == k) & (ps.lang == lg)
-            rows.append([k, lg, f"{int(ps.duplicate[m].sum()) // 2}/"
-                         f"{int((~ps.duplicate[m]).sum()) // 2}",
-                         *(prf(dec[n][m], ps.duplicate[m]) for n in names)])
-    rows.append(["all", "", f"{int(ps.duplicate.sum()) // 2}/{int((~ps.duplicate).sum()) // 2}",
-                 *(prf(dec[n], ps.duplicate) for n in names)])
-    print(table(["kind", "lang", "dup/non", *names], rows))
+    print(kind_table(ps, dec, KINDS, list(dec)[-2:]))  # scheme version 2 and the default (3)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -287,6 +287,26 @@ def step_decisions(pairs: list[NoisePair]) -> tuple[Q.PairSet, dict[str, BoolA]]
     return ps0, out
 
 
+def kind_table(ps: Q.PairSet, dec: dict[str, BoolA], kinds: Sequence[str],
+               names: Sequence[str] | None = None) -> str:
+    """P / R per kind and language, and over all pairs, of the decisions ``names``
+    (default: all of ``dec``), as a markdown table."""
+    names = list(dec) if names is None else list(names)
+
+    def counts(m: BoolA) -> str:
+        return f"{int(ps.duplicate[m].sum()) // 2}/{int((~ps.duplicate[m]).sum()) // 2}"
+
+    rows = []
+    for k in kinds:
+        for lg in ("zh", "en"):
+            m = (ps.kind == k) & (ps.lang == lg)
+            if m.any():
+                rows.append([k, lg, counts(m), *(prf(dec[n][m], ps.duplicate[m]) for n in names)])
+    every = np.ones(len(ps.duplicate), dtype=bool)
+    rows.append(["all", "", counts(every), *(prf(dec[n], ps.duplicate) for n in names)])
+    return table(["kind", "lang", "dup/non", *names], rows)
+
+
 def cmd_default(args: argparse.Namespace) -> None:
     from lab.noise import HELDOUT_KINDS, generate_heldout
 
@@ -299,18 +319,7 @@ def cmd_default(args: argparse.Namespace) -> None:
             ps, dec = step_decisions(pairs)
             print(f"{title}, seed {seed}: {len(pairs)} pairs, {int(ps.duplicate.sum()) // 2} "
                   "duplicates by the rule; P / R, both directions\n")
-            rows = []
-            for k in kinds:
-                for lg in ("zh", "en"):
-                    m = (ps.kind == k) & (ps.lang == lg)
-                    if m.any():
-                        rows.append([k, lg, f"{int(ps.duplicate[m].sum()) // 2}/"
-                                     f"{int((~ps.duplicate[m]).sum()) // 2}",
-                                     *(prf(d[m], ps.duplicate[m]) for d in dec.values())])
-            rows.append(["all", "", f"{int(ps.duplicate.sum()) // 2}/"
-                         f"{int((~ps.duplicate).sum()) // 2}",
-                         *(prf(d, ps.duplicate) for d in dec.values())])
-            print(table(["kind", "lang", "dup/non", *dec], rows), "\n")
+            print(kind_table(ps, dec, kinds), "\n")
             c = Q.counts(dec[STEPS[-1][0]], ps.duplicate)
             print(f"new default: TP {c.tp} FP {c.fp} FN {c.fn} (F1 {c.f1:.3f})\n")
 

@@ -28,8 +28,7 @@ import numpy as np
 import xxhash
 
 from lab import quality as Q
-from lab.experiments.margin_probes import table
-from lab.experiments.noise_eval import prf, step_decisions
+from lab.experiments.noise_eval import kind_table, step_decisions
 from lab.noise import NoisePair, _jsonl, join, label, paragraphs, sentences
 from simhash_pg.text.simhash import Fingerprinter
 from simhash_pg.verify import alnum_only
@@ -96,17 +95,7 @@ def generate(seed: int, per_kind: int = 150) -> list[NoisePair]:
 
 def cmd_default(seed: int) -> None:
     ps, dec = step_decisions(generate(seed))
-    name = list(dec)[-1]  # the default
-    rows: list[list[Any]] = []
-    for k in KINDS:
-        for lg in ("zh", "en"):
-            m = (ps.kind == k) & (ps.lang == lg)
-            rows.append([k, lg, f"{int(ps.duplicate[m].sum()) // 2}/"
-                         f"{int((~ps.duplicate[m]).sum()) // 2}",
-                         prf(dec[name][m], ps.duplicate[m])])
-    rows.append(["all", "", f"{int(ps.duplicate.sum()) // 2}/{int((~ps.duplicate).sum()) // 2}",
-                 prf(dec[name], ps.duplicate)])
-    print(table(["kind", "lang", "dup/non", name], rows))
+    print(kind_table(ps, dec, KINDS, list(dec)[-1:]))  # the default
 
 
 def cmd_minhash(seed: int, m_max: int = 8) -> None:
