@@ -286,7 +286,10 @@ def test_bulk_load_fills_an_empty_store_and_rebuilds_indexes(store: SimhashStore
     assert "p" in {c[1] for c in constraints}
     rnd = random.Random(5)
     fps = [rnd.getrandbits(64) for _ in range(5000)]
+    conn.execute("SET maintenance_work_mem = '77MB'")
     assert store.bulk_load(fps, batch_size=1500) == 5000
+    # the builds' sort memory was the load's own (SET LOCAL), not the session's
+    assert conn.execute("SHOW maintenance_work_mem").fetchone() == ("77MB",)
     after = conn.execute(
         "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'simhash_documents'"
         " ORDER BY 1"
