@@ -45,7 +45,7 @@ import numpy.typing as npt
 from lab.evaluation import EvalSet, PairScores, default_eval_dir, load_eval
 from simhash_pg import verify as V
 from simhash_pg.text.schemes import get_scheme
-from simhash_pg.text.signatures import SHARED_SENTENCE_CAP, sentences_meet
+from simhash_pg.text.signatures import SHARED_SENTENCE_CAP, minhash_keys, sentences_meet
 from simhash_pg.text.simhash import Fingerprinter
 
 __all__ = [
@@ -318,23 +318,30 @@ def similarities(ps: PairSet, rule: int = V.RULE_VERSION) -> npt.NDArray[np.floa
     )
 
 
-def signature_matches(ps: PairSet, scheme: Any = None) -> npt.NDArray[np.bool_]:
+def signature_matches(
+    ps: PairSet, distance: npt.NDArray[np.int64], scheme: Any = None,
+) -> npt.NDArray[np.bool_]:
     """Whether the two sides' sentence keys meet (:func:`sentences_meet`): the same
-    n-longest-sentences signature, or a sentence hash in common.
+    n-longest-sentences signature, a sentence hash in common, or a min-hash key
+    in common within :data:`MINHASH_CAP` bits (``distance``: the pairs').
 
     As in a store holding every text of the set once: a hash more texts hold
     than :data:`SHARED_SENTENCE_CAP` finds nothing (``simhash_sentence_matches``).
     """
     fp = Fingerprinter(scheme)
     keys = {}
+    minhash: dict[Any, tuple[int, ...]] = {}
     for i, t in ps.texts.items():
         norm = fp.normalize(t)
-        keys[i] = V.sentence_keys(norm, V.alnum_only(norm))
+        vtext = V.alnum_only(norm)
+        minhash[i] = minhash_keys(vtext)
+        keys[i] = V.sentence_keys(norm, vtext, minhash[i])
     held = Counter(h for _, hs in keys.values() for h in set(hs))
     common = {h for h, n in held.items() if n > SHARED_SENTENCE_CAP}
     keys = {i: (s, tuple(h for h in hs if h not in common)) for i, (s, hs) in keys.items()}
     return np.array(
-        [sentences_meet(*keys[a], *keys[b]) for a, b in zip(ps.a, ps.b, strict=True)],
+        [sentences_meet(*keys[a], *keys[b], minhash[a], int(d))
+         for a, b, d in zip(ps.a, ps.b, distance, strict=True)],
         dtype=bool,
     )
 
@@ -609,7 +616,7 @@ def measure_set(
         ps,
         dist,
         timed("verification", lambda: similarities(ps, rule)),
-        timed("sentence signatures", lambda: signature_matches(ps, first)),
+        timed("sentence signatures", lambda: signature_matches(ps, dist, first)),
         timed("probe values", lambda: probe_hits(ps, first, V.PROBE_T, workers)),
     )
     for s in rest:

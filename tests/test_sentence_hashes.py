@@ -7,6 +7,7 @@ boilerplate cap, the migration's round trip, and the store's use of them.
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -17,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_near_probes import Probes, matches, packed, probe_values
 from test_store_sql import flip
+from test_store_verify import brute_minhash
 
 from simhash_pg.bits import blocks, hamming, to_signed
 from simhash_pg.db import migrate
@@ -24,12 +26,15 @@ from simhash_pg.store import SimhashStore
 from simhash_pg.text.normalize import normalize
 from simhash_pg.text.signatures import (
     MIN_SENTENCE_CHARS,
+    MINHASH_CAP,
+    MINHASH_KEYS,
     SENTENCE_HASH_SEED,
     SHARED_SENTENCE_CAP,
     TITLE_BAG_SEED,
     TITLE_GAP_SEED,
     TITLE_KEY_SEED,
     longest_sentences,
+    minhash_keys,
     sentence_keys_normalized,
     sentence_signature_signed,
     sentences_meet,
@@ -80,6 +85,42 @@ def test_one_kept_sentence_meets_the_other_text() -> None:
     assert sentences_meet(7, (), 7, None)
 
 
+def test_a_min_hash_key_meets_only_within_its_cap() -> None:
+    # 1 is a sentence hash, 2 and 3 min-hash keys of the query
+    mh = (2, 3)
+    for d in (0, MINHASH_CAP, MINHASH_CAP + 1, 64):
+        assert sentences_meet(None, (1, 2, 3), None, (1,), mh, d)  # a sentence: any distance
+        assert sentences_meet(None, (1, 2, 3), None, (2, 5), mh, d) == (d <= MINHASH_CAP)
+        assert sentences_meet(None, (1, 2, 3), None, (1, 3), mh, d)
+        assert not sentences_meet(None, (1, 2, 3), None, (4,), mh, d)
+        assert sentences_meet(9, (2,), 9, (2,), mh, d)  # an equal signature: any distance
+    assert 0.005 < sum(math.comb(64, i) for i in range(MINHASH_CAP + 1)) / 2**64 < 0.01
+
+
+@given(st.text(alphabet="ab天地人\U0001f600", min_size=0, max_size=300))
+@settings(max_examples=200, deadline=None)
+def test_min_hash_keys_equal_their_definition(text: str) -> None:
+    assert set(minhash_keys(text)) == brute_minhash(text)
+    assert list(minhash_keys(text)) == sorted(set(minhash_keys(text)))
+
+
+def test_scattered_drops_keep_a_min_hash_key() -> None:
+    # 4% of the characters dropped at random leaves no long sentence whole,
+    # yet the 5-gram sets stay close: some of the 4 min-hash keys meet
+    rnd = random.Random(5)
+    chars = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏"
+    base = "".join(rnd.choice(chars) for _ in range(900))
+    met = 0
+    for _ in range(40):
+        edited = "".join(c for c in base if rnd.random() >= 0.04)
+        a, b = minhash_keys(base), minhash_keys(edited)
+        assert len(a) == MINHASH_KEYS and len(b) == MINHASH_KEYS
+        met += not set(a).isdisjoint(b)
+    assert met >= 36
+    assert minhash_keys("x" * 49) == ()
+    assert minhash_keys(base) != minhash_keys(base[::-1])
+
+
 # -- SQL against brute force ----------------------------------------------------------
 
 
@@ -97,7 +138,7 @@ def load(pg: psycopg.Connection, rows: list[tuple[int, int | None, list[int] | N
 
 @st.composite
 def stores(draw: st.DrawFn) -> tuple[list[Any], list[int], list[Probes], list[int | None],
-                                     list[list[int]]]:
+                                     list[list[int]], list[list[int]], int]:
     """Rows whose hashes come from a small pool (so that they share some), and queries."""
     rnd = random.Random(draw(st.integers(0, 2**32)))
     pool = [rnd.getrandbits(63) - 2**62 for _ in range(12)]
@@ -110,40 +151,67 @@ def stores(draw: st.DrawFn) -> tuple[list[Any], list[int], list[Probes], list[in
     probes = [probe_values(rnd, q, fps) for q in queries]
     sigs = [rnd.choice([None, 1, 2]) for _ in queries]
     hashes = [sorted(set(rnd.sample(pool, rnd.randint(0, 3)))) for _ in queries]
-    return rows, queries, probes, sigs, hashes
+    minhash = [sorted(set(rnd.sample(pool, rnd.randint(0, 2)))) for _ in queries]
+    return rows, queries, probes, sigs, hashes, minhash, rnd.randint(0, 24)
 
 
 def brute(rows: list[Any], fp: int, p: Probes, cap: int, sig: int | None,
-          hashes: list[int]) -> list[tuple[int, int]]:
+          hashes: list[int], minhash: list[int] = (), mcap: int = 0  # type: ignore[assignment]
+          ) -> list[tuple[int, int]]:
     found = [(hamming(fp, r[0]), i + 1) for i, r in enumerate(rows)
-             if matches(fp, p, cap, r[0]) or sentences_meet(sig, hashes, r[1], r[2])]
+             if matches(fp, p, cap, r[0]) or sentences_meet(sig, hashes, r[1], r[2])
+             or (not set(minhash).isdisjoint(r[2] or ()) and hamming(fp, r[0]) <= mcap)]
     return [(i, d) for d, i in sorted(found)]
 
 
 @given(stores())
 @HYPO
 def test_candidates_with_hashes_equal_brute_force(pg: psycopg.Connection, case: Any) -> None:
-    rows, queries, probes, sigs, hashes = case
+    rows, queries, probes, sigs, hashes, minhash, mcap = case
     load(pg, rows)
-    width = max(1, *map(len, hashes))
-    padded = [h + [None] * (width - len(h)) for h in hashes]
+
+    def pad(lists: list[list[int]]) -> list[list[int | None]]:
+        width = max(1, *map(len, lists))
+        return [h + [None] * (width - len(h)) for h in lists]
+
     batch: list[list[tuple[int, int]]] = [[] for _ in queries]
     for q, id_, dist, got_hashes in pg.execute(
         "SELECT query, id, distance, sentence_hashes FROM simhash_near_probes_candidates("
-        "%s::bigint[], %s::smallint[], %s::integer[], %s::bigint[], %s::bigint[])",
-        [[to_signed(f) for f in queries], packed(probes), [13] * len(queries), sigs, padded],
+        "%s::bigint[], %s::smallint[], %s::integer[], %s::bigint[], %s::bigint[],"
+        " %s::bigint[], %s)",
+        [[to_signed(f) for f in queries], packed(probes), [13] * len(queries), sigs,
+         pad(hashes), pad(minhash), mcap],
     ):
         batch[q - 1].append((id_, dist))
         assert got_hashes == rows[id_ - 1][2]
-    for qi, (fp, p, sig, hs) in enumerate(zip(queries, probes, sigs, hashes, strict=True)):
-        want = brute(rows, fp, p, 13, sig, hs)
+    old_batch: list[list[tuple[int, int]]] = [[] for _ in queries]
+    for q, id_, dist in pg.execute(
+        "SELECT query, id, distance FROM simhash_near_probes_candidates("
+        "%s::bigint[], %s::smallint[], %s::integer[], %s::bigint[], %s::bigint[])",
+        [[to_signed(f) for f in queries], packed(probes), [13] * len(queries), sigs,
+         pad(hashes)],
+    ):
+        old_batch[q - 1].append((id_, dist))
+    for qi, (fp, p, sig, hs, mh) in enumerate(
+            zip(queries, probes, sigs, hashes, minhash, strict=True)):
+        # a min-hash key alone finds a row only within mcap
+        want = brute(rows, fp, p, 13, sig, hs, mh, mcap)
         one = pg.execute(
             "SELECT id, distance FROM simhash_near_probes_candidates(%s, %s::smallint[],"
-            " %s::smallint[], %s::smallint[], %s::smallint[], 13, %s, %s::bigint[])",
-            [to_signed(fp), *p, sig, hs],
+            " %s::smallint[], %s::smallint[], %s::smallint[], 13, %s, %s::bigint[],"
+            " %s::bigint[], %s)",
+            [to_signed(fp), *p, sig, hs, mh, mcap],
         ).fetchall()
         assert one == want, qi
         assert batch[qi] == want, qi
+        # revision 0015's forms: no min-hash keys
+        without = brute(rows, fp, p, 13, sig, hs)
+        assert old_batch[qi] == without, qi
+        assert pg.execute(
+            "SELECT id, distance FROM simhash_near_probes_candidates(%s, %s::smallint[],"
+            " %s::smallint[], %s::smallint[], %s::smallint[], 13, %s, %s::bigint[])",
+            [to_signed(fp), *p, sig, hs],
+        ).fetchall() == without, qi
         # the forms without hashes: probes and signature alone
         old = pg.execute(
             "SELECT id, distance FROM simhash_near_probes_candidates(%s, %s::smallint[],"
@@ -191,6 +259,26 @@ def test_bad_hash_rows_of_the_batch_form(pg: psycopg.Connection) -> None:
     pg.rollback()
 
 
+def test_bad_min_hash_arguments(pg: psycopg.Connection) -> None:
+    batch = ("SELECT * FROM simhash_near_probes_candidates('{1,2}', '{{{1},{2},{3},{4}},"
+             "{{1},{2},{3},{4}}}', '{3,3}', NULL, NULL, %s::bigint[], %s)")
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="minhash must be"):
+        pg.execute(batch, ["{{1}}", 22])
+    pg.rollback()
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="minhash must be"):
+        pg.execute(batch, ["{1,2}", 22])  # one dimension: no row per query
+    pg.rollback()
+    single = ("SELECT * FROM simhash_near_probes_candidates(5, '{}', '{}', '{}', '{}', 3, NULL,"
+              " NULL, '{1}', %s)")
+    for sql_ in (batch, single):
+        for cap in (None, -1, 65):
+            with pytest.raises(psycopg.errors.InvalidParameterValue, match="minhash_cap"):
+                pg.execute(sql_, ["{{1},{2}}", cap] if sql_ is batch else [cap])
+            pg.rollback()
+    # no keys: no cap needed
+    assert pg.execute(single.replace("'{1}'", "NULL"), [None]).fetchall() == []
+
+
 def test_migration_0015_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
     rnd = random.Random(15)
     fps = [rnd.getrandbits(64) for _ in range(50)]
@@ -216,6 +304,28 @@ def test_migration_0015_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
     migrate.check(pg_dsn)
 
 
+def test_migration_0016_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
+    rnd = random.Random(16)
+    fps = [rnd.getrandbits(64) for _ in range(50)]
+    load(pg, [(fp, i, [i, 1000 + i]) for i, fp in enumerate(fps)])
+    q = fps[3]
+    p = [[b] for b in blocks(q)]
+    form_0015 = ("SELECT id FROM simhash_near_probes_candidates(%s, %s::smallint[],"
+                 " %s::smallint[], %s::smallint[], %s::smallint[], 3, NULL, %s::bigint[])")
+    with_hash = pg.execute(form_0015, [to_signed(q), *p, [1009]]).fetchall()
+    assert with_hash == [(4,), (10,)]  # its own row, and the row holding hash 1009
+    new_form = "simhash_near_probes_candidates(bigint, smallint[], smallint[], smallint[]," \
+        " smallint[], integer, bigint, bigint[], bigint[], integer)"
+    assert migrate.downgrade_losses_between(migrate.HEAD, "0015") == []
+    migrate.downgrade(pg_dsn, "0015")
+    assert pg.execute("SELECT to_regprocedure(%s)", [new_form]).fetchone() == (None,)
+    assert pg.execute(form_0015, [to_signed(q), *p, [1009]]).fetchall() == with_hash
+    migrate.upgrade(pg_dsn)
+    assert pg.execute("SELECT to_regprocedure(%s) IS NOT NULL", [new_form]).fetchone() == (True,)
+    assert pg.execute(form_0015, [to_signed(q), *p, [1009]]).fetchall() == with_hash
+    migrate.check(pg_dsn)
+
+
 # -- the store -------------------------------------------------------------------------
 
 
@@ -235,7 +345,8 @@ def test_a_reprint_that_kept_one_sentence_is_a_candidate_and_verified(pg_dsn: st
         stored = store.connection.execute(
             "SELECT sentence_hashes FROM simhash_documents WHERE id = %s", [first.id]
         ).fetchone()
-        assert stored is not None and len(stored[0]) == 3
+        # its three longest sentences and its four min-hash keys
+        assert stored is not None and len(stored[0]) == 3 + 4
         # shares one of its three longest sentences: a candidate, rejected by the rule
         assert store.near(unrelated) == []
         res = store.add(unrelated, dedup=True)

@@ -64,6 +64,30 @@ def rows(store: SimhashStore) -> list[tuple[Any, ...]]:
     ).fetchall()
 
 
+_M64 = (1 << 64) - 1
+
+
+def _mix64(z: int) -> int:
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def brute_minhash(vtext: str) -> set[int]:
+    """The min-hash keys by their definition, one 5-gram at a time: per bin (a
+    hash's top two bits), the least mixed value of a 5-gram of code points."""
+    if len(vtext) < 50:
+        return set()
+    least: dict[int, int] = {}
+    for i in range(len(vtext) - 4):
+        g = 0
+        for ch in vtext[i : i + 5]:
+            g = (g * 0x100000001B3 + ord(ch)) & _M64
+        h = _mix64(g)
+        least[h >> 62] = min(least.get(h >> 62, h), h)
+    return {to_signed(v) for v in least.values()}
+
+
 def brute_near(store: SimhashStore, text: str, k: int) -> list[tuple[int, int]]:
     """(id, distance) of every stored row accept() takes, nearest first, ties by id.
 
@@ -82,6 +106,8 @@ def brute_near(store: SimhashStore, text: str, k: int) -> list[tuple[int, int]]:
         for s in longest_sentences(text, html=sc.html, t2s=sc.t2s, visible=bool(sc.visible))
         if len(s) >= MIN_SENTENCE_CHARS
     }
+    qminhash = brute_minhash(q)
+    qhashes |= qminhash
     bare = re.sub(r"\d", "", q)  # a title's key: its verification text without digits
     if len(q) < 100 and len(bare) >= MIN_TITLE_KEY_CHARS:
         qhashes.add(to_signed(xxhash.xxh3_64_intdigest(bare.encode(), TITLE_KEY_SEED)))
@@ -111,8 +137,11 @@ def brute_near(store: SimhashStore, text: str, k: int) -> list[tuple[int, int]]:
     hits = []
     for id_, _, sfp, _, vtext, sig, hashes in stored:
         d = hamming(fp, to_unsigned(sfp))
-        # an equal signature, or one of the longest sentences in common
-        same_sig = (qsig is not None and sig == qsig) or bool(qhashes & set(hashes or ()))
+        # an equal signature, one of the longest sentences (or a title key) in
+        # common, or a min-hash key in common within 22 bits
+        shared = qhashes & set(hashes or ())
+        same_sig = ((qsig is not None and sig == qsig) or bool(shared - qminhash)
+                    or (bool(shared) and d <= 22))
         if probed and not same_sig and not (
             d <= max(k, PROBE_CAP)
             and any(b in p for b, p in zip(blocks(to_unsigned(sfp)), probes, strict=True))

@@ -1,7 +1,8 @@
-"""The default on edit kinds no generator here makes, and a lead for the weakest.
+"""The default on edit kinds no generator here makes, and the lead that fixed the weakest.
 
-Exploratory, written after every default was chosen (docs/quality.md, "Open:
-scattered edits near the threshold"). Run from the repository root:
+Exploratory, written after every default but the min-hash keys was chosen
+(docs/quality.md, "Scattered edits: min-hash keys"). Run from the repository
+root:
 
     uv run python -m lab.experiments.scattered_edits            # the default, per kind
     uv run python -m lab.experiments.scattered_edits --minhash  # the min-hash lead

@@ -272,7 +272,8 @@ def _in_batch(index: BatchIndex, fp: int, vt: VText, o: BatchOptions) -> Hit | N
     kept = filter_candidates(
         vt.text,
         (Candidate(index.ids[pos], index.keys[pos], d, None, index.vtexts[pos],
-                   sentences_meet(vt.sig, vt.hashes, index.sigs[pos], index.hashes[pos]))
+                   sentences_meet(vt.sig, vt.hashes, index.sigs[pos], index.hashes[pos],
+                                  vt.minhash, d))
          for pos, d in hits),
         o.k, o.policy, probed=probed,
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, cast
 
-from simhash_pg.text.signatures import sentences_meet
+from simhash_pg.text.signatures import MINHASH_CAP, sentences_meet
 from simhash_pg.verify.jaccard import VText
 from simhash_pg.verify.rule import TEXT_LOST, StoredText, VerifyMode, VerifyPolicy, policy_for
 
@@ -37,29 +37,39 @@ _NEAR = (
     " LEFT JOIN simhash_meta u ON u.name = 'unverified_rows'"
 )
 # Rows whose sentence signature equals a query's, or that hold one of its
-# sentence hashes (revision 0015), whatever their distance (never a lost
-# row: it has neither).
+# sentence hashes (revision 0015), whatever their distance, or one of its
+# min-hash keys within MINHASH_CAP (revision 0016; never a lost row: it has
+# none of them). UNION ALL: lookup() keeps a row once per query by its id (a
+# UNION would compare whole rows, texts included).
 _SIG = (
     "SELECT q.o::integer, d.id, d.key, simhash_hamming(d.fingerprint, q.fp), d.meta,"
     " d.verify_text, d.sentence_sig, d.sentence_hashes, false"
     " FROM unnest(%s::bigint[], %s::bigint[]) WITH ORDINALITY AS q (fp, sig, o)"
     " JOIN simhash_documents d ON d.sentence_sig = q.sig"
-    " UNION"
+    " UNION ALL"
     " SELECT q.o::integer, d.id, d.key, simhash_hamming(d.fingerprint, q.fp), d.meta,"
     " d.verify_text, d.sentence_sig, d.sentence_hashes, false"
     " FROM unnest(%s::bigint[]) WITH ORDINALITY AS q (fp, o)"
     " CROSS JOIN LATERAL simhash_sentence_matches((%s::bigint[])[q.o:q.o][:]) AS d"
+    " UNION ALL"
+    " SELECT q.o::integer, d.id, d.key, simhash_hamming(d.fingerprint, q.fp), d.meta,"
+    " d.verify_text, d.sentence_sig, d.sentence_hashes, false"
+    " FROM unnest(%s::bigint[]) WITH ORDINALITY AS q (fp, o)"
+    " CROSS JOIN LATERAL simhash_sentence_matches((%s::bigint[])[q.o:q.o][:]) AS d"
+    " WHERE simhash_hamming(d.fingerprint, q.fp) <= %s"
 )
 # Probed queries: their probe matches and sentence matches in one call
 # (sql/current/near_probes.sql), the same columns as _NEAR.
 _PROBES = ("SELECT * FROM simhash_near_probes_candidates("
-           "%s::bigint[], %s::smallint[], %s::integer[], %s::bigint[], %s::bigint[])")
+           "%s::bigint[], %s::smallint[], %s::integer[], %s::bigint[], %s::bigint[],"
+           " %s::bigint[], %s)")
 # One probed query (a text near() or add()): the lean single form (revisions
 # 0014, 0015), the same rows without the query number.
 # The arrays go as text literals (_int_array): psycopg's dumping of five
 # lists cost ~25 us a query, a fifth of what the single form's SQL takes.
 _PROBES_ONE = ("SELECT 1, * FROM simhash_near_probes_candidates(%s, %s::smallint[],"
-               " %s::smallint[], %s::smallint[], %s::smallint[], %s, %s, %s::bigint[])")
+               " %s::smallint[], %s::smallint[], %s::smallint[], %s, %s, %s::bigint[],"
+               " %s::bigint[], %s)")
 
 
 class Candidate(NamedTuple):
@@ -164,24 +174,26 @@ def lookup(
         (i,) = probed
         probes = texts[i].probes
         assert probes is not None
+        hashes, minhash = _keys(texts[i]) if policy.signature else ((), ())
         todo.append((_PROBES_ONE, [fps[i], *map(_int_array, probes),
                                    max(k, policy.probe_cap),
                                    texts[i].sig if policy.signature else None,
-                                   _int_array(texts[i].hashes) if policy.signature
-                                   and texts[i].hashes else None]))
+                                   _int_array(hashes) if hashes else None,
+                                   _int_array(minhash) if minhash else None, MINHASH_CAP]))
     elif probed:
         todo.append((_PROBES, [
             [fps[i] for i in probed],
             _probe_array([texts[i].probes for i in probed]),  # type: ignore[misc]
             [max(k, policy.probe_cap)] * len(probed),
             [texts[i].sig for i in probed] if policy.signature else None,
-            _hash_rows([texts[i].hashes for i in probed]) if policy.signature else None,
+            *_key_rows([texts[i] for i in probed], bool(policy.signature)), MINHASH_CAP,
         ]))
     todo += [(_NEAR, [[fps[i] for i in pos], r]) for r, pos in groups.items()]
     if sig_pos:
         sfps = [fps[i] for i in sig_pos]
-        todo.append((_SIG, [sfps, [texts[i].sig for i in sig_pos],
-                            sfps, _hash_rows([texts[i].hashes for i in sig_pos])]))
+        hash_rows, minhash_rows = _key_rows([texts[i] for i in sig_pos], True)
+        todo.append((_SIG, [sfps, [texts[i].sig for i in sig_pos], sfps, hash_rows,
+                            sfps, minhash_rows, MINHASH_CAP]))
     if len(todo) == 1:
         cursors = [conn.execute(*todo[0], prepare=True)]
     else:
@@ -205,7 +217,7 @@ def lookup(
         qt = texts[i]
         found = (
             Candidate(id_, key, dist, meta, TEXT_LOST if lost else vtext,
-                      sentences_meet(qt.sig, qt.hashes, sig, hashes))
+                      sentences_meet(qt.sig, qt.hashes, sig, hashes, qt.minhash, dist))
             for id_, key, dist, meta, vtext, sig, hashes, lost in rows[i].values()
         )
         out.append(filter_candidates(qt.text, found, k, policy, probed=i in is_probed))
@@ -215,6 +227,22 @@ def lookup(
 def _int_array(values: Sequence[int]) -> str:
     """A one-dimensional array of ints as PostgreSQL's text literal."""
     return "{" + ",".join(map(str, values)) + "}"
+
+
+def _keys(t: VText) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A text's sentence hashes and title keys, and apart its min-hash keys."""
+    if not t.minhash:
+        return t.hashes, ()
+    return tuple(h for h in t.hashes if h not in t.minhash), t.minhash
+
+
+def _key_rows(texts: Sequence[VText], signature: bool) -> tuple[Any, Any]:
+    """:func:`_hash_rows` of the texts' hashes and of their min-hash keys (None, None
+    without signatures)."""
+    if not signature:
+        return None, None
+    keys = [_keys(t) for t in texts]
+    return _hash_rows([h for h, _ in keys]), _hash_rows([m for _, m in keys])
 
 
 def _hash_rows(hashes: Sequence[Sequence[int]]) -> list[list[int | None]] | None:

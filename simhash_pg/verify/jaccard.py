@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from simhash_pg.text.charclass import alnum_only
 from simhash_pg.text.normalize import normalize
-from simhash_pg.text.signatures import sentence_keys_normalized, title_keys
+from simhash_pg.text.signatures import minhash_keys, sentence_keys_normalized, title_keys
 
 __all__ = [
     "LONG_NGRAM",
@@ -170,8 +170,11 @@ class VText(NamedTuple):
     # the fingerprint's margin-ranked probe values of b0..b3 (smallint column
     # values), when the policy probes texts (VerifyPolicy.probes_texts)
     probes: tuple[list[int], list[int], list[int], list[int]] | None = None
-    # signed hashes of its longest sentences, each on its own (with sig)
+    # signed hashes of its longest sentences, each on its own (with sig), and
+    # its title keys or min-hash keys: what it looks up and a row stores
     hashes: tuple[int, ...] = ()
+    # those of hashes that are min-hash keys (sentences_meet caps their meets)
+    minhash: tuple[int, ...] = ()
 
 
 # Module-level, so that fingerprinting workers can run them on the normalised
@@ -184,8 +187,9 @@ def from_norm(norm: str) -> VText:
 def from_norm_sig(norm: str) -> VText:
     """VText of an already normalised text, with its sentence signature and hashes."""
     vtext = alnum_only(norm)
-    sig, hashes = sentence_keys(norm, vtext)
-    return VText(vtext, sig, hashes=hashes)
+    minhash = minhash_keys(vtext)
+    sig, hashes = sentence_keys(norm, vtext, minhash)
+    return VText(vtext, sig, hashes=hashes, minhash=minhash)
 
 
 # its title keys cut Chinese into jieba's words: a pool of workers that runs it
@@ -193,16 +197,20 @@ def from_norm_sig(norm: str) -> VText:
 from_norm_sig.uses_zh_words = True  # type: ignore[attr-defined]
 
 
-def sentence_keys(norm: str, vtext: str) -> tuple[int | None, tuple[int, ...]]:
+def sentence_keys(
+    norm: str, vtext: str, minhash: tuple[int, ...] | None = None,
+) -> tuple[int | None, tuple[int, ...]]:
     """A text's sentence keys: its signature, and the hashes of its longest sentences
-    plus, for a text under :data:`TITLE_KEY_TEXT_CHARS`, its :func:`title_keys`; sorted.
+    plus its :func:`minhash_keys` (``minhash``, if computed already) and, for a
+    text under :data:`TITLE_KEY_TEXT_CHARS`, its :func:`title_keys`; sorted.
 
     ``vtext`` is ``norm``'s verification text. What the store keeps in
     ``sentence_signature`` and ``sentence_hashes``, and looks up.
     """
     sig, hashes = sentence_keys_normalized(norm)
+    keys = minhash_keys(vtext) if minhash is None else minhash
     if len(vtext) < TITLE_KEY_TEXT_CHARS:
-        keys = title_keys(norm, vtext)
-        if keys:
-            hashes = tuple(sorted({*hashes, *keys}))
+        keys += title_keys(norm, vtext)
+    if keys:
+        hashes = tuple(sorted({*hashes, *keys}))
     return sig, hashes

@@ -160,11 +160,14 @@ LANGUAGE sql STABLE PARALLEL SAFE ROWS 3 AS $$
     WHERE h IS NOT NULL AND m.n <= 16
 $$;
 
--- A batch's candidates, with sentence hashes: hashes[q] is query q's row of
--- hashes, NULL-padded (NULL: no query has any). The batch form of revision
--- 0009 plus simhash_sentence_matches per query.
+-- A batch's candidates, with sentence hashes and min-hash keys: hashes[q] and
+-- minhash[q] are query q's rows, NULL-padded (NULL: no query has any). A row
+-- found by a min-hash key alone is a candidate only within minhash_cap bits
+-- (simhash_pg.text.signatures.MINHASH_CAP): a key meets every stored variant
+-- of its article, and the far ones would only be read and rejected.
 CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
-    fps bigint[], probes smallint[], caps integer[], sigs bigint[], hashes bigint[]
+    fps bigint[], probes smallint[], caps integer[], sigs bigint[], hashes bigint[],
+    minhash bigint[], minhash_cap integer
 )
 RETURNS TABLE (query integer, id bigint, key text, distance integer, meta jsonb,
                verify_text text, sentence_sig bigint, sentence_hashes bigint[],
@@ -186,6 +189,17 @@ BEGIN
         RAISE EXCEPTION 'simhash: hashes must be a bigint[] [query][hash] with one row per '
             'fingerprint (% of them), got %', cardinality(fps), array_dims(hashes)
             USING ERRCODE = '22023', HINT = 'pad short rows with NULL';
+    END IF;
+    IF minhash IS NOT NULL AND (array_ndims(minhash) <> 2
+                                OR array_length(minhash, 1) <> cardinality(fps)
+                                OR array_lower(minhash, 1) <> 1) THEN
+        RAISE EXCEPTION 'simhash: minhash must be a bigint[] [query][key] with one row per '
+            'fingerprint (% of them), got %', cardinality(fps), array_dims(minhash)
+            USING ERRCODE = '22023', HINT = 'pad short rows with NULL';
+    END IF;
+    IF minhash IS NOT NULL AND (minhash_cap IS NULL OR minhash_cap < 0 OR minhash_cap > 64) THEN
+        RAISE EXCEPTION 'simhash: minhash_cap must be between 0 and 64, got %',
+            coalesce(minhash_cap::text, 'NULL') USING ERRCODE = '22023';
     END IF;
     SELECT (u.value->>'max_id')::bigint, (u.value->>'stored_until')::timestamptz
     INTO v_lost_max, v_lost_until
@@ -209,7 +223,7 @@ BEGIN
         FROM unnest(fps, sigs) WITH ORDINALITY AS s (fp, sig, o)
         JOIN simhash_documents d ON d.sentence_sig = s.sig
         WHERE sigs IS NOT NULL
-        UNION
+        UNION ALL
         SELECT q.o::integer, d.id, d.key, simhash_hamming(d.fingerprint, fps[q.o]), d.meta,
                d.verify_text, d.sentence_sig, d.sentence_hashes,
                coalesce(d.verify_text IS NULL AND d.id <= v_lost_max
@@ -217,13 +231,38 @@ BEGIN
         FROM generate_subscripts(fps, 1) AS q (o)
         CROSS JOIN LATERAL simhash_sentence_matches(hashes[q.o:q.o][:]) AS d
         WHERE hashes IS NOT NULL
+        UNION ALL
+        SELECT q.o::integer, d.id, d.key, simhash_hamming(d.fingerprint, fps[q.o]), d.meta,
+               d.verify_text, d.sentence_sig, d.sentence_hashes,
+               coalesce(d.verify_text IS NULL AND d.id <= v_lost_max
+                        AND d.created_at <= v_lost_until, false)
+        FROM generate_subscripts(fps, 1) AS q (o)
+        CROSS JOIN LATERAL simhash_sentence_matches(minhash[q.o:q.o][:]) AS d
+        WHERE minhash IS NOT NULL
+          AND simhash_hamming(d.fingerprint, fps[q.o]) <= minhash_cap
     )
     SELECT * FROM near
     UNION ALL
-    SELECT k.* FROM keyed k
+    -- a row several keys find, once: by (query, id) alone, since a UNION's
+    -- comparison of whole rows compared their texts (~10 us a pair)
+    SELECT k.* FROM (SELECT DISTINCT ON (x.query, x.id) x.* FROM keyed x
+                     ORDER BY x.query, x.id) AS k
     WHERE NOT EXISTS (SELECT 1 FROM near n WHERE n.query = k.query AND n.id = k.id)
     ORDER BY 1, 4, 2;
 END
+$$;
+
+-- The batch form without min-hash keys (revision 0015's arguments and columns).
+CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
+    fps bigint[], probes smallint[], caps integer[], sigs bigint[], hashes bigint[]
+)
+RETURNS TABLE (query integer, id bigint, key text, distance integer, meta jsonb,
+               verify_text text, sentence_sig bigint, sentence_hashes bigint[],
+               text_lost boolean)
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
+    SELECT c.*
+    FROM simhash_near_probes_candidates(fps, probes, caps, sigs, hashes, NULL::bigint[], 0) AS c
+    ORDER BY 1, 4, 2
 $$;
 
 -- The batch form without hashes (revision 0009's arguments and columns).
@@ -239,13 +278,15 @@ LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
     ORDER BY 1, 4, 2
 $$;
 
--- One query's candidates, with sentence hashes: the rows within cap that
--- share a probed value in some block, the rows whose sentence_sig equals sig
--- (NULL: none) and the rows simhash_sentence_matches(hashes) finds, each
--- once, with what the store's verification reads; nearest first, ties by id.
+-- One query's candidates, with sentence hashes and min-hash keys: the rows
+-- within cap that share a probed value in some block, the rows whose
+-- sentence_sig equals sig (NULL: none), the rows simhash_sentence_matches
+-- finds for hashes, and those it finds for minhash within minhash_cap bits,
+-- each once, with what the store's verification reads; nearest first, ties
+-- by id.
 CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
     fp bigint, p0 smallint[], p1 smallint[], p2 smallint[], p3 smallint[], cap integer,
-    sig bigint, hashes bigint[]
+    sig bigint, hashes bigint[], minhash bigint[], minhash_cap integer
 )
 RETURNS TABLE (id bigint, key text, distance integer, meta jsonb, verify_text text,
                sentence_sig bigint, sentence_hashes bigint[], text_lost boolean)
@@ -266,6 +307,10 @@ BEGIN
         RAISE EXCEPTION 'simhash: cap must be between 0 and 64 (a 64-bit fingerprint), got %',
             coalesce(cap::text, 'NULL') USING ERRCODE = '22023';
     END IF;
+    IF minhash IS NOT NULL AND (minhash_cap IS NULL OR minhash_cap < 0 OR minhash_cap > 64) THEN
+        RAISE EXCEPTION 'simhash: minhash_cap must be between 0 and 64, got %',
+            coalesce(minhash_cap::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
     RETURN QUERY
     WITH m AS (
         SELECT c.fingerprint FROM simhash_documents c
@@ -285,23 +330,44 @@ BEGIN
         FROM m JOIN simhash_documents d
           ON d.b0 = simhash_block(m.fingerprint, 0) AND d.b1 = simhash_block(m.fingerprint, 1)
          AND d.fingerprint = m.fingerprint
-        UNION
+        UNION ALL
         SELECT d.id, d.key, d.fingerprint, d.meta, d.verify_text, d.sentence_sig,
                d.sentence_hashes, d.created_at
         FROM simhash_documents d WHERE d.sentence_sig = sig
-        UNION
+        UNION ALL
         SELECT s.id, s.key, s.fingerprint, s.meta, s.verify_text, s.sentence_sig,
                s.sentence_hashes, s.created_at
         FROM simhash_sentence_matches(hashes) AS s
+        UNION ALL
+        SELECT s.id, s.key, s.fingerprint, s.meta, s.verify_text, s.sentence_sig,
+               s.sentence_hashes, s.created_at
+        FROM simhash_sentence_matches(minhash) AS s
+        WHERE simhash_hamming(s.fingerprint, fp) <= minhash_cap
     )
     -- text_lost as in the batch form: stored before revision 0003's columns
     SELECT f.id, f.key, simhash_hamming(f.fingerprint, fp), f.meta, f.verify_text,
            f.sentence_sig, f.sentence_hashes,
            coalesce(f.verify_text IS NULL AND f.id <= (u.value->>'max_id')::bigint
                     AND f.created_at <= (u.value->>'stored_until')::timestamptz, false)
-    FROM found f LEFT JOIN simhash_meta u ON u.name = 'unverified_rows'
+    -- a row several keys find, once: by id alone (see the batch form)
+    FROM (SELECT DISTINCT ON (a.id) a.* FROM found a ORDER BY a.id) AS f
+    LEFT JOIN simhash_meta u ON u.name = 'unverified_rows'
     ORDER BY 3, 1;
 END
+$$;
+
+-- The single form without min-hash keys (revision 0015's arguments and columns).
+CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
+    fp bigint, p0 smallint[], p1 smallint[], p2 smallint[], p3 smallint[], cap integer,
+    sig bigint, hashes bigint[]
+)
+RETURNS TABLE (id bigint, key text, distance integer, meta jsonb, verify_text text,
+               sentence_sig bigint, sentence_hashes bigint[], text_lost boolean)
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 10 AS $$
+    SELECT c.*
+    FROM simhash_near_probes_candidates(fp, p0, p1, p2, p3, cap, sig, hashes,
+                                        NULL::bigint[], 0) AS c
+    ORDER BY 3, 1
 $$;
 
 -- The single form without hashes (revision 0014's arguments and columns):
@@ -342,5 +408,9 @@ GRANT EXECUTE ON FUNCTION
     simhash_sentence_matches(bigint[]),
     simhash_near_probes_candidates(bigint[], smallint[], integer[], bigint[], bigint[]),
     simhash_near_probes_candidates(bigint, smallint[], smallint[], smallint[], smallint[],
-                                   integer, bigint, bigint[])
+                                   integer, bigint, bigint[]),
+    simhash_near_probes_candidates(bigint[], smallint[], integer[], bigint[], bigint[],
+                                   bigint[], integer),
+    simhash_near_probes_candidates(bigint, smallint[], smallint[], smallint[], smallint[],
+                                   integer, bigint, bigint[], bigint[], integer)
 TO simhash_reader;
