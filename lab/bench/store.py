@@ -217,13 +217,18 @@ def seq_scan_ms(conn: Any, qs: list[int], k: int) -> tuple[float, float]:
               help="Rows for each add_many measurement into the populated store.")
 @click.option("--writes-only", is_flag=True,
               help="Only the load, the floor and the adds (no read measurements).")
+@click.option("--floor-server", is_flag=True,
+              help="Keep the plain-COPY floor in a second embedded server, each server"
+                   " sized for half the machine's memory: at 50M rows the store and the"
+                   " floor table do not fit one server's memory together, and each"
+                   " would evict the other's pages.")
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--explain/--no-explain", default=True, show_default=True,
               help="Print EXPLAIN (ANALYZE, BUFFERS) of simhash_near.")
 @scratch_options
 def command(n: int, queries: int, k: int, extra_k: str, variants: str, skew: bool,
-            clients: int, add_rows: int, writes_only: bool, seed: int, explain: bool,
-            dsn: str | None, home: str | None, keep: bool) -> None:
+            clients: int, add_rows: int, writes_only: bool, floor_server: bool, seed: int,
+            explain: bool, dsn: str | None, home: str | None, keep: bool) -> None:
     """Load N fingerprints, then measure near(), the seq scan, add_many and sizes."""
     chosen = list(VARIANTS) if variants == "all" else [v.strip() for v in variants.split(",")]
     for v in chosen:
@@ -231,12 +236,23 @@ def command(n: int, queries: int, k: int, extra_k: str, variants: str, skew: boo
             raise click.BadParameter(f"unknown variant {v!r}", param_hint="--index-variant")
     ks = [int(x) for x in extra_k.split(",") if x.strip()]
 
-    with scratch_dsn(dsn, home=home, keep=keep) as url:
-        _run(url, n, queries, k, ks, chosen, skew, clients, add_rows, seed, explain, writes_only)
+    if not floor_server:
+        with scratch_dsn(dsn, home=home, keep=keep) as url:
+            _run(url, n, queries, k, ks, chosen, skew, clients, add_rows, seed, explain,
+                 writes_only)
+        return
+    from simhash_pg.db.server_settings import _total_memory, sized_settings
+
+    half = sized_settings(_total_memory() // 2, large=True)
+    with scratch_dsn(dsn, home=home, keep=keep, settings=half) as url, \
+            scratch_dsn(settings=half, dbname="simhash_floor") as floor_url:
+        _run(url, n, queries, k, ks, chosen, skew, clients, add_rows, seed, explain,
+             writes_only, floor_url)
 
 
 def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], skew: bool,
-         clients: int, add_rows: int, seed: int, explain: bool, writes_only: bool = False) -> None:
+         clients: int, add_rows: int, seed: int, explain: bool, writes_only: bool = False,
+         floor_dsn: str | None = None) -> None:
     import psycopg
 
     from simhash_pg.bits import to_signed
@@ -309,7 +325,7 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
         echo(f"(no prewarm: {str(exc).strip().splitlines()[0]})")
     if writes_only:
         if add_rows:  # --add-rows 0: the load alone
-            _adds(conn, store, fps, add_rows, seed, skew, k)
+            _adds(conn, store, fps, add_rows, seed, skew, k, floor_dsn)
         store.close()
         conn.close()
         return
@@ -373,7 +389,7 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
          f"p50 {pct(times, 50):.3f} ms, p99 {pct(times, 99):.3f} ms")
 
     if add_rows:
-        _adds(conn, store, fps, add_rows, seed, skew, k)
+        _adds(conn, store, fps, add_rows, seed, skew, k, floor_dsn)
         report_sizes("after adds")
 
     if explain:
@@ -397,17 +413,23 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
 
 
 def _adds(conn: Any, store: Any, fps: np.ndarray, add_rows: int, seed: int, skew: bool,
-          k: int) -> None:
+          k: int, floor_dsn: str | None = None) -> None:
     """add_many into the populated store beside the plain-COPY floor (lab/bench/floor.py).
 
     Each add_many variant races a fresh floor round: batch for batch, each
     table gets the same rows in the same minutes (a CHECKPOINT first, so
-    both start with every page owing its full-page image).
+    both start with every page owing its full-page image). ``floor_dsn``: the
+    floor's own server (else the store's).
     """
+    import psycopg
+
     from lab.bench.floor import FLOOR_TABLE, copy_floor, make_floor_table, race
 
-    built = make_floor_table(conn, fps)
-    click.echo(f"floor table (bare, same layout, {len(fps):,} rows) built in {built:.1f} s")
+    floor = psycopg.connect(floor_dsn, autocommit=True) if floor_dsn else conn
+    built = make_floor_table(floor, fps)
+    where = "its own server" if floor_dsn else "the store's server"
+    click.echo(f"floor table (bare, same layout, {len(fps):,} rows, in {where}) built in "
+               f"{built:.1f} s")
     rng = np.random.default_rng(seed + 7)
     half = add_rows // 2
     src = fps[rng.integers(0, len(fps), size=half)]
@@ -424,6 +446,8 @@ def _adds(conn: Any, store: Any, fps: np.ndarray, add_rows: int, seed: int, skew
     batch = 5000
     for i, (name, (data, dedup)) in enumerate(variants.items()):
         conn.execute("CHECKPOINT")
+        if floor is not conn:
+            floor.execute("CHECKPOINT")
         counts = {"inserted": 0}
 
         def add(chunk: np.ndarray, dedup: bool = dedup, counts: dict[str, int] = counts) -> None:
@@ -431,10 +455,12 @@ def _adds(conn: Any, store: Any, fps: np.ndarray, add_rows: int, seed: int, skew
             counts["inserted"] += r.inserted
 
         floor_data = make_data(add_rows, seed + 100 + i, skew)
-        rates = race({"floor": partial(copy_floor, conn), name: add},
+        rates = race({"floor": partial(copy_floor, floor), name: add},
                      {"floor": floor_data, name: data}, batch)
         click.echo(f"{name}: {rates[name]:,.0f} docs/s (inserted {counts['inserted']:,}) vs "
                    f"plain-COPY floor {rates['floor']:,.0f} rows/s, same size, same minutes: "
                    f"{rates[name] / rates['floor']:.2f}x the floor ({add_rows:,} rows each, "
                    f"batches of {batch:,})")
-    conn.execute(f"DROP TABLE {FLOOR_TABLE}")
+    floor.execute(f"DROP TABLE {FLOOR_TABLE}")
+    if floor is not conn:
+        floor.close()
