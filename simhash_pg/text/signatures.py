@@ -122,9 +122,10 @@ _DIGITS = re.compile(r"\d+")
 _GAP_MARK = "\x1e"  # the left-out words
 
 # Min-hash keys: a long text's character 5-grams (the labelling rule's n),
-# each hashed once to 64 bits and put in one of MINHASH_KEYS bins by its top
-# two bits; a bin's key is its least value (one-permutation min-hashing: a
-# sort instead of a pass per seed, half the time). Two texts share a bin's
+# each hashed once to 64 bits and put in one of 4 bins by its top two bits;
+# a bin's key is its least value, the first MINHASH_KEYS bins give keys
+# (one-permutation min-hashing: a sort instead of a pass per seed, half the
+# time). Two texts share a bin's
 # key with probability about the Jaccard similarity of their sets, which is
 # >= 0.67 wherever the rule's overlap is >= 0.8; so some key meets for a
 # duplicate with probability about 1 - 0.33**4 = 0.99, whatever the edits'
