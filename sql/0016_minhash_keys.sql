@@ -4,9 +4,9 @@
 --
 -- A long text's rows of sentence_hashes (revision 0015) also hold its
 -- min-hash keys (simhash_pg/text/signatures.py, minhash_keys): per bin of
--- its character 5-grams' hashes, the least. Scattered edits (dropped
+-- its character 8-grams' hashes, the least. Scattered edits (dropped
 -- characters, typos) leave no sentence whole, yet two texts share a bin's
--- key with probability about the Jaccard similarity of their 5-gram sets.
+-- key with probability about the Jaccard similarity of their 8-gram sets.
 -- No column changes: rows stored before hold no keys and are found as before.
 --
 -- A key meets every stored variant of its article, near or far. Looked up

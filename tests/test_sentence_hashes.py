@@ -106,7 +106,7 @@ def test_min_hash_keys_equal_their_definition(text: str) -> None:
 
 def test_scattered_drops_keep_a_min_hash_key() -> None:
     # 4% of the characters dropped at random leaves no long sentence whole,
-    # yet the 5-gram sets stay close: some of the 4 min-hash keys meet
+    # yet the 8-gram sets stay close enough: some of the 4 min-hash keys meet
     rnd = random.Random(5)
     chars = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏"
     base = "".join(rnd.choice(chars) for _ in range(900))

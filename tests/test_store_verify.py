@@ -74,14 +74,14 @@ def _mix64(z: int) -> int:
 
 
 def brute_minhash(vtext: str) -> set[int]:
-    """The min-hash keys by their definition, one 5-gram at a time: per bin (a
-    hash's top two bits), the least mixed value of a 5-gram of code points."""
+    """The min-hash keys by their definition, one 8-gram at a time: per bin (a
+    hash's top two bits), the least mixed value of an 8-gram of code points."""
     if len(vtext) < 50:
         return set()
     least: dict[int, int] = {}
-    for i in range(len(vtext) - 4):
+    for i in range(len(vtext) - 7):
         g = 0
-        for ch in vtext[i : i + 5]:
+        for ch in vtext[i : i + 8]:
             g = (g * 0x100000001B3 + ord(ch)) & _M64
         h = _mix64(g)
         least[h >> 62] = min(least.get(h >> 62, h), h)
