@@ -1,4 +1,4 @@
-"""``simhash-pg db upgrade|downgrade|current|check``: the schema migrations."""
+"""``simhash-pg db upgrade|downgrade|current|check|backfill-keys``: the schema migrations."""
 
 from __future__ import annotations
 
@@ -107,6 +107,24 @@ def check(dsn: str | None) -> None:
 
     _run("check", migrate.check, _dsn(dsn))
     click.echo("no differences")
+
+
+@db.command("backfill-keys")
+@click.option("--batch-size", type=click.IntRange(1), default=5000, show_default=True,
+              help="Rows read per batch (a commit each).")
+@dsn_option()
+def backfill_keys(batch_size: int, dsn: str | None) -> None:
+    """Give rows stored before revision 0016 their min-hash keys (safe to rerun)."""
+    from simhash_pg.store import SimhashStore
+
+    target = _dsn(dsn)
+
+    def run() -> int:
+        with SimhashStore(target) as store:
+            return store.backfill_keys(batch_size=batch_size)
+
+    changed = _run("backfill-keys", run)
+    click.echo(f"{changed:,} rows given their min-hash keys")
 
 
 command = db

@@ -389,6 +389,19 @@ class SimhashStore:
         return retention.purge(self._conn, window, batch_size=batch_size,
                                max_seconds=max_seconds, whole_partitions=whole_partitions)
 
+    def backfill_keys(self, *, batch_size: int = 5000) -> int:
+        """Give rows stored before revision 0016 their min-hash keys; the rows changed.
+
+        For a store that keeps sentence keys (``verify="all"``); see
+        :func:`simhash_pg.store.backfill.backfill_minhash_keys`.
+        """
+        from simhash_pg.store.backfill import backfill_minhash_keys
+
+        if not self.policy.signature:
+            raise ValueError(f"this store (verify={self.verify!r}) keeps no sentence keys; "
+                             "min-hash keys are looked up under verify='all'")
+        return backfill_minhash_keys(self._conn, batch_size=batch_size)
+
     def count(self) -> int:
         row = self._conn.execute(sql.COUNT).fetchone()
         return int(row[0]) if row else 0
