@@ -45,8 +45,9 @@ import numpy.typing as npt
 from lab.evaluation import EvalSet, PairScores, default_eval_dir, load_eval
 from simhash_pg import verify as V
 from simhash_pg.text.schemes import get_scheme
-from simhash_pg.text.signatures import SHARED_SENTENCE_CAP, minhash_keys, sentences_meet
+from simhash_pg.text.signatures import SHARED_SENTENCE_CAP, sentences_meet
 from simhash_pg.text.simhash import Fingerprinter
+from simhash_pg.verify.jaccard import from_norm_sig
 
 __all__ = [
     "LENGTH_BANDS",
@@ -332,10 +333,8 @@ def signature_matches(
     keys = {}
     minhash: dict[Any, tuple[int, ...]] = {}
     for i, t in ps.texts.items():
-        norm = fp.normalize(t)
-        vtext = V.alnum_only(norm)
-        minhash[i] = minhash_keys(vtext)
-        keys[i] = V.sentence_keys(norm, vtext, minhash[i])
+        vt = from_norm_sig(fp.normalize(t))  # what a writer keeps and a query looks up
+        keys[i], minhash[i] = (vt.sig, vt.hashes), vt.minhash
     held = Counter(h for _, hs in keys.values() for h in set(hs))
     common = {h for h, n in held.items() if n > SHARED_SENTENCE_CAP}
     keys = {i: (s, tuple(h for h in hs if h not in common)) for i, (s, hs) in keys.items()}

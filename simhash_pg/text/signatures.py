@@ -171,10 +171,10 @@ def minhash_keys(vtext: str) -> tuple[int, ...]:
     for j in range(1, MINHASH_GRAM):
         grams = grams * _GRAM_MUL + cps[j : j + n]
     values = np.sort(_mix(grams))
-    # the least value at or above each bin's start, if it lies in that bin
-    firsts = values[np.minimum(np.searchsorted(values, _BIN_STARTS), n - 1)]
-    return tuple(sorted(to_signed(int(v)) for b, v in enumerate(firsts)
-                        if int(v) >> 62 == b < MINHASH_KEYS))
+    # per kept bin, the least value at or above its start, if it lies in that bin
+    starts = _BIN_STARTS[:MINHASH_KEYS]
+    firsts = values[np.minimum(np.searchsorted(values, starts), n - 1)]
+    return tuple(sorted(to_signed(int(v)) for b, v in enumerate(firsts) if int(v) >> 62 == b))
 
 
 _SPLIT = re.compile(r"(?<=[。！？!?；;])|(?<=[.…])\s+")
