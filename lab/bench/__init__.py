@@ -20,6 +20,7 @@ _BENCHES = {
     "text": "lab.bench.text:command",
     "serve": "lab.bench.serve:command",
     "day": "lab.bench.day:command",
+    "scale": "lab.bench.scale:command",
 }
 
 

@@ -215,9 +215,7 @@ def _run(dsn: str, n: int, texts: int, queries: int, clients: int, seconds: floa
          f"per mode, {clients} clients x {seconds:g} s per mode in {rounds} turns, seed={seed}")
     echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores")
     t = time.perf_counter()
-    copies = 9
-    fams = make_texts(seed, max(1, texts // (copies + 1)), copies)
-    stored = _STORED or [_sentences(w) for f in fams for w in f]
+    fams, stored = texts_to_store(seed, texts)
     with SimhashStore(dsn, verify="all") as store:
         store.bulk_load(make_data(n, seed, False))
         store.add_many(stored, dedup=False)
@@ -226,11 +224,33 @@ def _run(dsn: str, n: int, texts: int, queries: int, clients: int, seconds: floa
         warmed = _prewarm(conn)
     echo(f"loaded {n:,} fingerprints and {len(stored):,} texts, checkpoint, warm-up "
          f"({warmed}) in {time.perf_counter() - t:.1f} s")
+    qs = make_queries(seed, fams, queries)
+    lat, found = near_side_by_side(dsn, qs)
+    print_table(lat, found, len(qs), adds(dsn, clients, seconds, seed, rounds))
 
+
+def texts_to_store(seed: int, texts: int) -> tuple[list[list[list[str]]], list[str]]:
+    """The synthetic families (the adds' and queries' seeds) and the texts to store:
+    the --corpus texts if set, else ``texts`` synthetic ones in families of ten."""
+    copies = 9
+    fams = make_texts(seed, max(1, texts // (copies + 1)), copies)
+    return fams, list(_STORED) or [_sentences(w) for f in fams for w in f]
+
+
+def make_queries(seed: int, fams: list[list[list[str]]], queries: int) -> list[str]:
+    """Edited copies (1-8 edits) of stored texts: the --corpus ones, else the families' seeds."""
     rnd = random.Random(seed + 1)
-    qs = ([edit_text(rnd, rnd.choice(_STORED), rnd.randint(1, 8)) for _ in range(queries)]
-          if _STORED else
-          [_sentences(edit(rnd, rnd.choice(fams)[0], rnd.randint(1, 8))) for _ in range(queries)])
+    if _STORED:
+        return [edit_text(rnd, rnd.choice(_STORED), rnd.randint(1, 8)) for _ in range(queries)]
+    return [_sentences(edit(rnd, rnd.choice(fams)[0], rnd.randint(1, 8)))
+            for _ in range(queries)]
+
+
+def near_side_by_side(dsn: str, qs: list[str]) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """Text near() ms per query and mode, and the queries each mode found a match for;
+    the modes interleaved query by query, so that they share cache and load."""
+    from simhash_pg.store import SimhashStore
+
     lat: dict[str, list[float]] = {m: [] for m in MODES}
     found: dict[str, int] = dict.fromkeys(MODES, 0)
     stores = {m: SimhashStore(dsn, verify=m) for m in MODES}  # type: ignore[arg-type]
@@ -238,7 +258,7 @@ def _run(dsn: str, n: int, texts: int, queries: int, clients: int, seconds: floa
         for s in stores.values():  # warm-up
             for q in qs[:10]:
                 s.near(q)
-        for q in qs:  # interleaved: the modes share cache and load
+        for q in qs:
             for m, s in stores.items():
                 t = time.perf_counter()
                 hits = s.near(q)
@@ -247,7 +267,13 @@ def _run(dsn: str, n: int, texts: int, queries: int, clients: int, seconds: floa
     finally:
         for s in stores.values():
             s.close()
-    figures = adds(dsn, clients, seconds, seed, rounds)
+    return lat, found
+
+
+def print_table(lat: dict[str, list[float]], found: dict[str, int], queries: int,
+                figures: dict[str, dict[str, float]]) -> None:
+    """The modes' near() and adds figures, one line each."""
+    echo = click.echo
     head = (f"{'mode':<6} {'near p50':>9} {'near p99':>9} {'found':>6} {'adds/s':>8} "
             f"{'add p50':>8} {'add p99':>8} {'dups':>5}")
     echo(head)
@@ -255,7 +281,7 @@ def _run(dsn: str, n: int, texts: int, queries: int, clients: int, seconds: floa
     for m in MODES:
         f = figures[m]
         echo(f"{m:<6} {pct(lat[m], 50):>9.2f} {pct(lat[m], 99):>9.2f} "
-             f"{100 * found[m] / len(qs):>5.0f}% {f['adds_s']:>8,.0f} {f['p50']:>8.2f} "
+             f"{100 * found[m] / queries:>5.0f}% {f['adds_s']:>8,.0f} {f['p50']:>8.2f} "
              f"{f['p99']:>8.2f} {100 * f['dups']:>4.0f}%")
     echo("near: ms per text query (fingerprinting included), found = share of queries "
          "with a match; adds: verified text adds with dedup, ms per add. Targets (issue "

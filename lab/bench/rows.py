@@ -1,0 +1,201 @@
+"""Synthetic text rows for ``bench scale``: shaped like those a user's store holds.
+
+A bare fingerprint (``bulk_load`` of a uint64 array) is a row no user's store
+holds: a text row also keeps its verification text, a sentence signature and
+its keys (``sentence_hashes``: the hashes of its longest sentences, its
+min-hash keys, a title's keys), and the key look-ups' costs grow with them.
+Here each row copies what the product stores for a synthetic text of the
+kind (:func:`profile` runs the product on a sample of such texts): the
+verification text itself, whether it has a signature, and how many keys;
+the signature's and keys' *values* are random, as distinct articles' are.
+
+Besides, like real stores:
+
+- near-duplicate families: 10% of rows are reprints of another row of their
+  chunk (its text and keys, its fingerprint with 1-3 bits flipped);
+- boilerplate: a share of rows hold one of :data:`SHARED_KEYS` keys in place
+  of one of their own (a site's footer sentence, an agency's byline), with
+  Zipf popularity, so that each is held by far more rows than the holder cap
+  (SHARED_SENTENCE_CAP) lets the store look up.
+
+The rows are made by NumPy a chunk at a time and written by binary COPY
+into the root table, so that its row triggers fire (:func:`copy_rows`).
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from lab.bench.text import _VOCAB, _sentences
+from simhash_pg.store.pgcopy import _HEADER, _TRAILER
+
+__all__ = ["COLUMNS", "FAMILY_SHARE", "KINDS", "SHARED_KEYS", "Days", "Profile", "copy_rows",
+           "product_fields", "profile", "shared_keys", "synthetic_texts"]
+
+KINDS = ("news", "titles")
+COLUMNS = ("id", "created_at", "fingerprint", "verify_text", "sentence_sig", "sentence_hashes")
+SHARED_KEYS = 50
+FAMILY_SHARE = 0.1
+ROWS_PER_COPY = 1_000_000  # a COPY statement (and a commit) each
+_PIECE = 100_000  # rows made at once: memory stays flat whatever --n
+_PG_EPOCH_US = 946_684_800 * 1_000_000  # 2000-01-01, where timestamptz counts from
+_INT8_OID = 20
+_NULL = b"\xff\xff\xff\xff"  # a field of length -1
+_HEAD = np.dtype([("n", ">i2"), ("l0", ">i4"), ("id", ">i8"), ("l1", ">i4"), ("at", ">i8"),
+                  ("l2", ">i4"), ("fp", ">i8")])
+_INT8 = np.dtype([("l", ">i4"), ("v", ">i8")])  # a bigint field, or an array element
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What the product stores for ``samples`` synthetic texts of a kind."""
+
+    kind: str
+    texts: list[bytes]  # verification texts as binary COPY fields (length, UTF-8)
+    counts: np.ndarray  # keys (sentence_hashes' length) per text
+    signed: np.ndarray  # whether the text has a sentence signature
+    chars: float  # mean verification text length
+
+    @property
+    def width(self) -> int:
+        return max(1, int(self.counts.max()))
+
+
+@dataclass(frozen=True)
+class Days:
+    """Yesterday's rows are spread over [y0, t0), today's over [t0, now); UTC µs."""
+
+    y0: int
+    t0: int
+    now: int
+
+
+def synthetic_texts(kind: str, count: int, text_chars: int, seed: int) -> list[str]:
+    """News: sentences of 12 vocabulary words, ~``text_chars`` letters (±25%); titles:
+    7-11 words."""
+    rnd = random.Random(seed)
+    if kind == "titles":
+        return [" ".join(rnd.choices(_VOCAB, k=rnd.randint(7, 11))).capitalize()
+                for _ in range(count)]
+    per_word = sum(map(len, _VOCAB)) / len(_VOCAB)  # the verification text keeps letters
+    return [_sentences(rnd.choices(_VOCAB, k=max(
+        2, round(text_chars * rnd.uniform(0.75, 1.25) / per_word)))) for _ in range(count)]
+
+
+def product_fields(texts: list[str]) -> list[tuple[str | None, int | None, list[int] | None]]:
+    """(verify_text, sentence_sig, sentence_hashes) that a store with ``verify="all"`` keeps
+    of each text that has a fingerprint: the product's own code path (add_many's)."""
+    from simhash_pg.text.simhash import Fingerprinter
+    from simhash_pg.verify.candidates import texts_and_vtexts
+    from simhash_pg.verify.rule import policy_for
+
+    policy = policy_for("all")
+    got = texts_and_vtexts(Fingerprinter(), texts, policy, 1, probes=False)
+    return [policy.stored_fields(vt) for _, vt in got if vt is not None]
+
+
+def profile(kind: str, text_chars: int, seed: int, samples: int = 2048) -> Profile:
+    """The rows' templates: the product's fields of ``samples`` synthetic texts."""
+    fields = product_fields(synthetic_texts(kind, samples, text_chars, seed))
+    vtexts = [(v or "").encode("utf-8") for v, _, _ in fields]
+    return Profile(kind, [struct.pack(">i", len(v)) + v for v in vtexts],
+                   np.array([len(h or ()) for _, _, h in fields], dtype=np.int64),
+                   np.array([s is not None for _, s, _ in fields]),
+                   float(np.mean([len(v) for v in vtexts])))
+
+
+def shared_keys(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The boilerplate keys and their popularity (Zipf, s = 1: the first is held by
+    22% of the rows that hold one, the last by 0.4%)."""
+    keys = np.random.default_rng([seed, 50]).integers(
+        -(2**63), 2**63 - 1, size=SHARED_KEYS, dtype=np.int64, endpoint=True)
+    weights = 1 / np.arange(1, SHARED_KEYS + 1)
+    return keys, weights / weights.sum()
+
+
+def _piece(p: Profile, start: int, stop: int, n: int, days: Days, boilerplate: float,
+           seed: int) -> bytes:
+    """Binary COPY rows (no header) of rows ``start``..``stop`` - 1 of ``n``: ids start + 1...."""
+    m = stop - start
+    rng = np.random.default_rng([seed, start])
+    g = np.arange(start, stop, dtype=np.float64)
+    half = n // 2  # yesterday's rows first, then today's: ids grow with time
+    at = np.where(g < half, days.y0 + (g + 0.5) * (days.t0 - days.y0) / max(half, 1),
+                  days.t0 + (g - half + 0.5) * (days.now - days.t0) / max(n - half, 1))
+    fps = rng.integers(-(2**63), 2**63 - 1, size=m, dtype=np.int64, endpoint=True)
+    pick = rng.integers(0, len(p.texts), size=m)
+    sigs = rng.integers(-(2**63), 2**63 - 1, size=m, dtype=np.int64, endpoint=True)
+    width = p.width
+    keys = rng.integers(-(2**63), 2**63 - 1, size=(m, width), dtype=np.int64, endpoint=True)
+    # families: a reprint keeps its source's text and keys; 1-3 bits of its fingerprint move
+    copies = np.flatnonzero(rng.random(m) < FAMILY_SHARE)
+    sources = rng.integers(0, m, size=len(copies))
+    for arr in (pick, sigs, keys):
+        arr[copies] = arr[sources]
+    flips = np.zeros(len(copies), dtype=np.uint64)
+    nbits = rng.integers(1, 4, size=len(copies))
+    for j in range(3):
+        bit = rng.integers(0, 64, size=len(copies)).astype(np.uint64)
+        flips |= np.where(nbits > j, np.uint64(1) << bit, np.uint64(0))
+    fps[copies] = (fps[sources].view(np.uint64) ^ flips).view(np.int64)
+    counts = p.counts[pick]
+    # boilerplate: a shared key in place of one of the row's own
+    pool, weights = shared_keys(seed)
+    held = np.flatnonzero((rng.random(m) < boilerplate) & (counts > 0))
+    keys[held, rng.integers(0, counts[held])] = pool[rng.choice(SHARED_KEYS, len(held), p=weights)]
+    # the row's keys sorted in its first counts slots (the rest sort after them)
+    keys[np.arange(width) >= counts[:, None]] = np.iinfo(np.int64).max
+    keys.sort(axis=1)
+
+    head = np.empty(m, dtype=_HEAD)
+    head["n"] = len(COLUMNS)
+    head["l0"] = head["l1"] = head["l2"] = 8
+    head["id"] = np.arange(start + 1, stop + 1)
+    head["at"] = at.astype(np.int64) - _PG_EPOCH_US
+    head["fp"] = fps
+    sig = np.empty(m, dtype=_INT8)
+    sig["l"], sig["v"] = 8, sigs
+    elems = np.empty((m, width), dtype=_INT8)
+    elems["l"], elems["v"] = 8, keys
+    hb, sb, kb = head.tobytes(), sig.tobytes(), elems.tobytes()
+    # an int8[] field: length, dimensions, no NULLs, element type, size, lower bound 1
+    arrays = [_NULL] + [struct.pack(">iiiiii", 20 + 12 * c, 1, 0, _INT8_OID, c, 1)
+                        for c in range(1, width + 1)]
+    # one join of slices: the fixed-width parts are NumPy's, the texts the profile's
+    hw, kw, texts = _HEAD.itemsize, 12 * width, p.texts
+    parts: list[bytes] = []
+    signed = p.signed[pick].tolist()
+    for i, (j, c) in enumerate(zip(pick.tolist(), counts.tolist(), strict=True)):
+        parts += (hb[i * hw : i * hw + hw], texts[j],
+                  sb[i * 12 : i * 12 + 12] if signed[i] else _NULL,
+                  arrays[c], kb[i * kw : i * kw + 12 * c])
+    return b"".join(parts)
+
+
+def copy_rows(conn: psycopg.Connection[Any], p: Profile, n: int, days: Days,
+              boilerplate: float, seed: int,
+              progress: Callable[[int, float], None] | None = None) -> None:
+    """COPY ``n`` rows of profile ``p`` into simhash_documents, ids 1..n, a commit per
+    :data:`ROWS_PER_COPY`; ``progress(rows, seconds)`` after each."""
+    statement = sql.SQL("COPY simhash_documents ({}) FROM STDIN (FORMAT BINARY)").format(
+        sql.SQL(", ").join(map(sql.Identifier, COLUMNS)))
+    t = time.perf_counter()
+    for lo in range(0, n, ROWS_PER_COPY):
+        hi = min(n, lo + ROWS_PER_COPY)
+        with conn.transaction(), conn.cursor() as cur, cur.copy(statement) as copy:
+            copy.write(_HEADER)
+            for start in range(lo, hi, _PIECE):
+                copy.write(_piece(p, start, min(hi, start + _PIECE), n, days, boilerplate,
+                                  seed))
+            copy.write(_TRAILER)
+        if progress is not None:
+            progress(hi, time.perf_counter() - t)
