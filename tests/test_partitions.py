@@ -49,6 +49,11 @@ def _insert(pg: psycopg.Connection, rows: list[tuple[str | None, int, float]]) -
     return ids
 
 
+def _key_partitions(pg: psycopg.Connection) -> set[str]:
+    return {r[0] for r in pg.execute(
+        "SELECT relid::regclass::text FROM pg_partition_tree('simhash_text_keys') WHERE isleaf")}
+
+
 def test_fresh_store_layout(pg: psycopg.Connection) -> None:
     parts = _partitions(pg)
     assert pg.execute(
@@ -59,15 +64,17 @@ def test_fresh_store_layout(pg: psycopg.Connection) -> None:
     today = datetime.now(timezone.utc).date()
     days = [f"simhash_documents_p{(today + timedelta(d)).strftime('%Y%m%d')}" for d in range(2)]
     assert parts == {**dict.fromkeys(days, False), "simhash_documents_default": True}
-    # every partition has the parent's indexes (block, key, brin, sentence hashes, ...) and triggers
+    # every partition has the parent's indexes (block, key, brin, signature, ...) and triggers
     for name in parts:
         n_idx = pg.execute(
             "SELECT count(*) FROM pg_index WHERE indrelid = %s::regclass", [name]
         ).fetchone()
-        assert n_idx == (10,), name
+        assert n_idx == (9,), name
     assert pg.execute(
         "SELECT count(*) FROM pg_index WHERE indrelid = 'simhash_documents'::regclass"
-    ).fetchone() == (10,)
+    ).fetchone() == (9,)
+    # the text keys' partitions mirror them (revision 0017)
+    assert _key_partitions(pg) == {n.replace("documents", "text_keys") for n in parts}
     # ensure is idempotent: nothing more to make
     assert pg.execute("SELECT * FROM simhash_ensure_partitions()").fetchall() == []
     assert _partitions(pg) == parts
@@ -545,7 +552,7 @@ def test_bulk_load_into_todays_partition(pg: psycopg.Connection, pg_dsn: str) ->
         assert pg.execute(
             "SELECT bool_and(indisvalid), count(*) FROM pg_index"
             " WHERE indrelid = 'simhash_documents'::regclass"
-        ).fetchone() == (True, 10)
+        ).fetchone() == (True, 9)
         migrate.check(pg_dsn)
         for q in (int(fps[0]), int(fps[123]) ^ 0b101):
             want = sorted((hamming(int(fp), q), i + 1) for i, fp in enumerate(fps)

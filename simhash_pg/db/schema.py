@@ -30,7 +30,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
-__all__ = ["BLOCK_COLUMNS", "documents", "keys", "mask_sets", "meta", "metadata"]
+__all__ = ["BLOCK_COLUMNS", "documents", "keys", "mask_sets", "meta", "metadata", "text_keys"]
 
 metadata = MetaData()
 
@@ -73,7 +73,8 @@ documents = Table(
     # revision 0003 (sql/0003_verification.sql): kept per the verify mode
     Column("verify_text", Text, nullable=True),
     Column("sentence_sig", BigInteger, nullable=True),
-    # revision 0015: the hashes of its longest sentences, each a key
+    # revision 0015: the hashes of its longest sentences, each a key (with its
+    # min-hash and title keys since 0016); looked up through simhash_text_keys
     Column("sentence_hashes", ARRAY(BigInteger), nullable=True),
     # not unique: keys are unique through simhash_keys (revision 0005)
     Index("simhash_documents_key_idx", "key", postgresql_where=text("key IS NOT NULL")),
@@ -87,13 +88,6 @@ documents = Table(
         "simhash_documents_sentence_sig_idx",
         "sentence_sig",
         postgresql_where=text("sentence_sig IS NOT NULL"),
-    ),
-    Index(
-        "simhash_documents_sentence_hashes_idx",
-        "sentence_hashes",
-        postgresql_using="gin",
-        postgresql_with={"fastupdate": "off"},
-        postgresql_where=text("sentence_hashes IS NOT NULL"),
     ),
     Index(
         "simhash_documents_duplicate_of_idx",
@@ -112,6 +106,21 @@ keys = Table(
     Column("id", BigInteger, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Index("simhash_keys_created_at_idx", "created_at", postgresql_using="brin"),
+)
+
+# One row per key of a stored text (sentence_hashes), kept by triggers on
+# simhash_documents and partitioned like it (revision 0017,
+# sql/current/text_keys.sql): the key look-up walks this btree.
+text_keys = Table(
+    "simhash_text_keys",
+    metadata,
+    Column("hash", BigInteger, nullable=False),
+    Column("id", BigInteger, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Index("simhash_text_keys_hash_idx", "hash"),
+    postgresql_partition_by="RANGE (created_at)",
+    comment="simhash-pg: one row per key of a stored text (simhash_documents.sentence_hashes),"
+    " kept by triggers",
 )
 
 meta = Table(

@@ -56,9 +56,10 @@ _INDEXES = (
 # NULL" gets no entry from it.
 _ARRAY_COLUMNS = frozenset({*FINGERPRINT_COLUMNS, "created_at", "b0", "b1", "b2", "b3"})
 _NOT_NULL = re.compile(r"\((\w+) IS NOT NULL\)")
-# Insert triggers WHEN (NEW.key IS NOT NULL) / (NEW.duplicate_of IS NOT NULL):
+# Insert triggers WHEN (NEW.key IS NOT NULL) / (NEW.duplicate_of IS NOT NULL) /
+# (NEW.sentence_hashes IS NOT NULL):
 # nothing to do for an array load's rows, and a WHEN test per row to skip.
-_KEYED_ROW_TRIGGERS = ("simhash_keys_insert", "simhash_links_insert")
+_KEYED_ROW_TRIGGERS = ("simhash_keys_insert", "simhash_links_insert", "simhash_text_keys_insert")
 _ADD_CONSTRAINT = sql.SQL("ALTER TABLE simhash_documents ADD CONSTRAINT {} {}")
 # Sort memory for the index builds, for this transaction: 32 MB for each
 # participant of a parallel build (the least PostgreSQL gives one). Sorting

@@ -135,28 +135,34 @@ $$;
 -- The rows that hold one of hashes (NULL entries ignored), once per hash
 -- they hold. A hash held by more than 16 rows is boilerplate (a licence
 -- line, a footer repeated on every page of a site) and finds nothing: each
--- hash's scan stops at 17 rows, so a long text's three hashes cost at most
--- 51 row visits and 48 candidates to verify (each a long text to read and
--- compare); a title's keys (up to 44 of them, each nearly the whole title)
--- find short texts.
+-- hash's index scan stops at 17 rows, so a long text's seven keys cost at
+-- most 7 x 17 key rows and 7 x 16 candidates to verify (each a long text to
+-- read and compare); a title's keys (up to 44 of them, each nearly the whole
+-- title) find short texts.
 -- simhash_pg.text.signatures.SHARED_SENTENCE_CAP is the same number.
 -- LANGUAGE sql: inlined, so a caller's LATERAL call becomes one index scan
--- per hash.
+-- per hash and partition, and one primary-key look-up per row found.
 CREATE OR REPLACE FUNCTION simhash_sentence_matches(hashes bigint[])
 RETURNS TABLE (id bigint, key text, fingerprint bigint, meta jsonb, verify_text text,
                sentence_sig bigint, sentence_hashes bigint[], created_at timestamptz)
 LANGUAGE sql STABLE PARALLEL SAFE ROWS 3 AS $$
-    SELECT m.id, m.key, m.fingerprint, m.meta, m.verify_text, m.sentence_sig,
-           m.sentence_hashes, m.created_at
+    SELECT d.id, d.key, d.fingerprint, d.meta, d.verify_text, d.sentence_sig,
+           d.sentence_hashes, d.created_at
     FROM unnest(hashes) AS h
     CROSS JOIN LATERAL (
-        SELECT c.*, count(*) OVER () AS n
-        FROM (SELECT d.id, d.key, d.fingerprint, d.meta, d.verify_text, d.sentence_sig,
-                     d.sentence_hashes, d.created_at
-              FROM simhash_documents d
-              WHERE d.sentence_hashes @> ARRAY[h]
+        SELECT c.id, c.created_at, count(*) OVER () AS n
+        FROM (SELECT k.id, k.created_at FROM simhash_text_keys k
+              WHERE k.hash = h
               LIMIT 17) AS c
     ) AS m
+    -- LATERAL ... LIMIT 1: always one primary-key look-up per row found; a
+    -- join here became a hash join over a scan of every partition whenever a
+    -- batch's estimate (1,000 rows per set-returning call) outweighed the store
+    CROSS JOIN LATERAL (
+        SELECT x.* FROM simhash_documents x
+        WHERE x.id = m.id AND x.created_at = m.created_at
+        LIMIT 1
+    ) AS d
     WHERE h IS NOT NULL AND m.n <= 16
 $$;
 

@@ -70,6 +70,55 @@ BEGIN
 END
 $$;
 
+-- Make simhash_text_keys's partitions those of simhash_documents: one with the
+-- same bounds for each document partition (keys that waited in the default
+-- partition for its range move in), and none for a partition that is gone.
+-- The partition functions (partitions.sql) call it after they make or drop
+-- partitions, under their maintenance lock; so may an operator who made or
+-- dropped one by hand. Returns the partitions made and dropped.
+CREATE OR REPLACE FUNCTION simhash_text_keys_follow_partitions()
+RETURNS TABLE (action text, relation text)
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT c.oid::regclass::text AS name FROM pg_inherits i
+             JOIN pg_class c ON c.oid = i.inhrelid
+             WHERE i.inhparent = 'simhash_text_keys'::regclass
+               AND c.relname <> 'simhash_text_keys_default'
+               AND to_regclass(quote_ident(
+                       replace(c.relname, 'simhash_text_keys_', 'simhash_documents_'))) IS NULL
+    LOOP
+        EXECUTE format('DROP TABLE %s', r.name);
+        action := 'drop';
+        relation := r.name;
+        RETURN NEXT;
+    END LOOP;
+    FOR r IN SELECT replace(c.relname, 'simhash_documents_', 'simhash_text_keys_') AS name,
+                    pg_get_expr(c.relpartbound, c.oid) AS bound, p.lower_bound, p.upper_bound
+             FROM simhash_partitions() p JOIN pg_class c ON c.oid = p.partition
+             WHERE NOT p.is_default
+               AND to_regclass(quote_ident(
+                       replace(c.relname, 'simhash_documents_', 'simhash_text_keys_'))) IS NULL
+    LOOP
+        CREATE TEMP TABLE simhash_text_keys_moving ON COMMIT DROP AS
+        WITH moved AS (
+            DELETE FROM simhash_text_keys_default k
+            WHERE k.created_at >= r.lower_bound AND k.created_at < r.upper_bound
+            RETURNING k.hash, k.id, k.created_at
+        ) SELECT * FROM moved;
+        EXECUTE format('CREATE TABLE %I PARTITION OF simhash_text_keys %s'
+                       ' WITH (autovacuum_vacuum_insert_scale_factor = 0.01,'
+                       ' autovacuum_vacuum_insert_threshold = 10000)', r.name, r.bound);
+        INSERT INTO simhash_text_keys SELECT * FROM simhash_text_keys_moving;
+        DROP TABLE simhash_text_keys_moving;
+        action := 'create';
+        relation := r.name;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
 -- The partition that holds the start of UTC day p_day: the interval's (by
 -- default the store's) bounds around it, cut short where existing partitions
 -- already cover part of them (the legacy partition, days made before the
@@ -128,6 +177,8 @@ BEGIN
     EXECUTE format('CREATE TABLE %I PARTITION OF simhash_documents FOR VALUES FROM (%L) TO (%L)'
                    ' WITH (autovacuum_vacuum_insert_scale_factor = 0.01,'
                    ' autovacuum_vacuum_insert_threshold = 10000)', v_name, v_lo, v_hi);
+    -- its keys' partition (revision 0017), before rows come in
+    PERFORM simhash_text_keys_follow_partitions();
     IF v_waiting THEN
         EXECUTE format('INSERT INTO simhash_documents (%s) SELECT %s FROM simhash_moving',
                        v_cols, v_cols);
@@ -192,6 +243,7 @@ BEGIN
             EXECUTE format('DROP TABLE %s', r.name);
         END IF;
     END LOOP;
+    PERFORM simhash_text_keys_follow_partitions();
     RETURN QUERY SELECT simhash_ensure_partitions(days_ahead, p_interval);
 END
 $$;
@@ -201,8 +253,8 @@ $$;
 -- the default partition's rows older than that. Rows of a partition only
 -- partly old stay: `simhash-pg purge` deletes them in batches. Returns one
 -- row per step (action, relation, n_rows): ('drop', partition, its rows),
--- ('delete', default partition, rows deleted), ('keys', 'simhash_keys', keys
--- deleted).
+-- ('drop keys', its text keys' partition, NULL), ('delete', default
+-- partition, rows deleted), ('keys', 'simhash_keys', keys deleted).
 CREATE OR REPLACE FUNCTION simhash_drop_partitions(older_than interval)
 RETURNS TABLE (action text, relation text, n_rows bigint)
 LANGUAGE plpgsql VOLATILE AS $$
@@ -226,6 +278,14 @@ BEGIN
         v_upper := r.upper_bound;
         RETURN NEXT;
     END LOOP;
+    -- their keys' partitions (revision 0017), not counted: rows are
+    FOR r IN SELECT f.relation FROM simhash_text_keys_follow_partitions() f
+             WHERE f.action = 'drop' LOOP
+        action := 'drop keys';
+        relation := r.relation;
+        n_rows := NULL;
+        RETURN NEXT;
+    END LOOP;
     FOR r IN SELECT p.partition::text AS name FROM simhash_partitions() p WHERE p.is_default LOOP
         action := 'delete';
         relation := r.name;
@@ -245,6 +305,7 @@ END
 $$;
 
 REVOKE EXECUTE ON FUNCTION
+    simhash_text_keys_follow_partitions(),
     simhash_create_partition(date, text),
     simhash_ensure_partitions(integer, text),
     simhash_set_partition_interval(text, integer),

@@ -1,0 +1,101 @@
+-- simhash-pg, today's SQL: a text's keys in a table of their own (simhash_text_keys).
+--
+-- Today's definitions, exactly as `alembic upgrade head` leaves them (see
+-- sql/current/hamming.sql; tests/test_sql_current.py keeps them equal).
+--
+-- A row's keys (its sentence hashes, min-hash keys and title keys, all in
+-- simhash_documents.sentence_hashes) are looked up by value, and a key held
+-- by more than 16 rows is boilerplate that finds nothing. Until revision 0017
+-- a GIN index on the array served the look-up. GIN gives bitmap scans only,
+-- so a look-up could not stop at the holder cap, and under a generic plan the
+-- planner could not see the key: it assumed 0.5% of rows hold it, and once a
+-- store passed about 3M rows a sequential scan that stops after 17 matches
+-- looked cheaper (25 s a query at 50M rows; issue 28). Here each (key, row)
+-- is a row with a btree on the key: an equality the planner estimates at
+-- 1 / n_distinct whatever the value, and a scan that stops at the 17th row.
+--
+-- Partitioned like simhash_documents, partition for partition (same bounds,
+-- names simhash_text_keys_<suffix> for simhash_documents_<suffix>), so that
+-- retention drops a day's keys with its rows; row triggers on
+-- simhash_documents (cloned to every partition) keep it, whatever writes the
+-- rows (the store, COPY, an analyst's INSERT, a backfill's UPDATE). SECURITY
+-- DEFINER, as the key triggers (keys.sql): a role allowed to write
+-- simhash_documents needs no grant here.
+
+CREATE OR REPLACE FUNCTION simhash_text_keys_on_insert() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER AS $$
+BEGIN
+    INSERT INTO simhash_text_keys (hash, id, created_at)
+    SELECT DISTINCT h, NEW.id, NEW.created_at FROM unnest(NEW.sentence_hashes) AS h
+    WHERE h IS NOT NULL;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION simhash_text_keys_on_delete() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER AS $$
+BEGIN
+    DELETE FROM simhash_text_keys k
+    WHERE k.hash = ANY (OLD.sentence_hashes) AND k.id = OLD.id AND k.created_at = OLD.created_at;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION simhash_text_keys_on_update() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER AS $$
+BEGIN
+    DELETE FROM simhash_text_keys k
+    WHERE k.hash = ANY (OLD.sentence_hashes) AND k.id = OLD.id AND k.created_at = OLD.created_at;
+    -- (an UPDATE that moves a row to another partition fires the delete and
+    -- insert triggers instead, not this one)
+    INSERT INTO simhash_text_keys (hash, id, created_at)
+    SELECT DISTINCT h, NEW.id, NEW.created_at FROM unnest(NEW.sentence_hashes) AS h
+    WHERE h IS NOT NULL;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION simhash_text_keys_on_truncate() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER AS $$
+BEGIN
+    TRUNCATE simhash_text_keys;
+    RETURN NULL;
+END
+$$;
+
+-- WHEN: rows without keys (a fingerprint-only load) cost one NULL test.
+CREATE OR REPLACE TRIGGER simhash_text_keys_insert AFTER INSERT ON simhash_documents
+    FOR EACH ROW WHEN (NEW.sentence_hashes IS NOT NULL)
+    EXECUTE FUNCTION simhash_text_keys_on_insert();
+CREATE OR REPLACE TRIGGER simhash_text_keys_delete AFTER DELETE ON simhash_documents
+    FOR EACH ROW WHEN (OLD.sentence_hashes IS NOT NULL)
+    EXECUTE FUNCTION simhash_text_keys_on_delete();
+CREATE OR REPLACE TRIGGER simhash_text_keys_update
+    AFTER UPDATE OF sentence_hashes, id, created_at ON simhash_documents
+    FOR EACH ROW WHEN (OLD.sentence_hashes IS DISTINCT FROM NEW.sentence_hashes
+                       OR OLD.id <> NEW.id OR OLD.created_at <> NEW.created_at)
+    EXECUTE FUNCTION simhash_text_keys_on_update();
+CREATE OR REPLACE TRIGGER simhash_text_keys_truncate AFTER TRUNCATE ON simhash_documents
+    FOR EACH STATEMENT EXECUTE FUNCTION simhash_text_keys_on_truncate();
+
+
+-- Trigger functions only: nobody calls them.
+REVOKE EXECUTE ON FUNCTION
+    simhash_text_keys_on_insert(),
+    simhash_text_keys_on_delete(),
+    simhash_text_keys_on_update(),
+    simhash_text_keys_on_truncate()
+FROM PUBLIC;
+DO $$
+BEGIN
+    -- SECURITY DEFINER: no schema on the search path but ours
+    EXECUTE format('ALTER FUNCTION simhash_text_keys_on_insert() SET search_path = %I, pg_temp',
+                   current_schema());
+    EXECUTE format('ALTER FUNCTION simhash_text_keys_on_delete() SET search_path = %I, pg_temp',
+                   current_schema());
+    EXECUTE format('ALTER FUNCTION simhash_text_keys_on_update() SET search_path = %I, pg_temp',
+                   current_schema());
+    EXECUTE format('ALTER FUNCTION simhash_text_keys_on_truncate() SET search_path = %I, pg_temp',
+                   current_schema());
+END
+$$;
