@@ -15,8 +15,10 @@ N = 4000
 def test_bench_scale_fills_text_rows_and_measures_each_mode(pg_dsn: str) -> None:
     res = CliRunner().invoke(cli, [
         "bench", "scale", "--n", str(N), "--texts", "20", "--queries", "10", "--seconds", "1",
-        "--rounds", "1", "--clients", "1", "--dsn", pg_dsn])
+        "--rounds", "1", "--clients", "1", "--bulk", "100", "--dsn", pg_dsn])
     assert res.exit_code == 0, res.output
+    assert "bulk adds: add_many(dedup=False) of 100 new news texts" in res.output
+    assert "growth" not in res.output  # one size: no growth table
     table = res.output.split("-" * 20)[-1]
     assert [line.split()[0] for line in table.splitlines()[1:4]] == ["off", "short", "all"]
     assert "all/short: near p50 " in res.output and "plan shape" in res.output
@@ -53,3 +55,52 @@ def test_title_rows_carry_a_titles_keys() -> None:
     p = profile("titles", 400, 1, samples=300)
     assert 15 < p.counts.mean() < 30 and p.counts.max() <= 42
     assert 20 < p.chars < 80
+
+
+def test_bench_scale_grows_one_store_and_measures_it_at_each_size(pg_dsn: str) -> None:
+    texts = 20
+    res = CliRunner().invoke(cli, [  # 4k: the sizes take k and M
+        "bench", "scale", "--at", "2000,4k", "--texts", str(texts), "--queries", "10",
+        "--seconds", "1", "--rounds", "1", "--clients", "1", "--bulk", "100", "--dsn", pg_dsn])
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert "== at 2k synthetic rows (2,000) ==" in out
+    assert "== at 4k synthetic rows (4,000) ==" in out
+    assert out.count("all/short: near p50 ") == 2 and out.count("bulk adds: add_many") == 2
+    assert "fill: 2,000 rows (ids 1..2,000)" in out
+    growth = out.split("growth, verify 'all'")[1].splitlines()
+    assert [line.split()[0] for line in growth[3:5]] == ["2k", "4k"], growth
+    assert growth[5].startswith("growth 2k -> 4k: near p50 ") and "bulk adds " in growth[5]
+    with psycopg.connect(pg_dsn) as conn:
+        # the product stored the real texts once, first, right after the first 2,000 rows:
+        # every synthetic row is older than they are
+        first_real = conn.execute(
+            "SELECT created_at, verify_text FROM simhash_documents WHERE id = 2001").fetchone()
+        assert first_real is not None
+        assert conn.execute("SELECT count(*) FROM simhash_documents WHERE verify_text = %s",
+                            [first_real[1]]).fetchone() == (1,)
+        parts = conn.execute(
+            "SELECT tableoid::regclass::text, count(*), min(id), max(id) FROM simhash_documents"
+            " WHERE created_at < %s GROUP BY 1 ORDER BY 1", [first_real[0]]).fetchall()
+        assert [c for _, c, _, _ in parts] == [N // 2, N // 2], parts
+        # in each day, each segment's rows come after the last one's: times grow with ids
+        assert conn.execute(
+            "SELECT count(*) FROM (SELECT created_at, lag(created_at) OVER (PARTITION BY"
+            " tableoid ORDER BY id) AS before FROM simhash_documents WHERE created_at < %s) s"
+            " WHERE created_at <= before", [first_real[0]]).fetchone() == (0,)
+        # the second 2,000 ids come after the first point's rows (real texts, adds, bulk)
+        ids = [i for (i,) in conn.execute(
+            "SELECT id FROM simhash_documents WHERE created_at < %s ORDER BY id",
+            [first_real[0]])]
+        assert ids[:2000] == list(range(1, 2001))
+        assert ids[2000] > 2000 + texts + 100 and ids[-1] - ids[2000] == 1999
+        total = conn.execute("SELECT count(*) FROM simhash_documents").fetchone()
+        assert total is not None and total[0] > N + texts + 2 * 100
+
+
+def test_bench_scale_sizes_must_grow_and_replace_n() -> None:
+    for args, why in ((["--at", "4000,2000"], "each larger than the last"),
+                      (["--at", "50,2000"], "at least 100"), (["--at", "2k,x"], "separated by"),
+                      (["--n", "5000", "--at", "2000,4000"], "--n and --at")):
+        res = CliRunner().invoke(cli, ["bench", "scale", *args])
+        assert res.exit_code == 2 and why in res.output, (args, res.output)

@@ -19,7 +19,8 @@ Besides, like real stores:
   (SHARED_SENTENCE_CAP) lets the store look up.
 
 The rows are made by NumPy a chunk at a time and written by binary COPY
-into the root table, so that its row triggers fire (:func:`copy_rows`).
+into the root table, so that its row triggers fire (:func:`copy_rows`), in
+one segment or in several that grow the store (:class:`Segment`).
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ from psycopg import sql
 from lab.bench.text import _VOCAB, _sentences
 from simhash_pg.store.pgcopy import _HEADER, _TRAILER
 
-__all__ = ["COLUMNS", "FAMILY_SHARE", "KINDS", "SHARED_KEYS", "Days", "Profile", "copy_rows",
-           "product_fields", "profile", "shared_keys", "synthetic_texts"]
+__all__ = ["COLUMNS", "FAMILY_SHARE", "KINDS", "SHARED_KEYS", "Days", "Profile", "Segment",
+           "copy_rows", "last_id", "product_fields", "profile", "shared_keys", "synthetic_texts"]
 
 KINDS = ("news", "titles")
 COLUMNS = ("id", "created_at", "fingerprint", "verify_text", "sentence_sig", "sentence_hashes")
@@ -77,6 +78,30 @@ class Days:
     y0: int
     t0: int
     now: int
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Rows ``lo``..``hi`` - 1 of a fill that grows the store to ``total`` rows (their
+    numbers seed them), with ids ``after`` + 1...: half of them yesterday's, half today's,
+    spread over the share ``lo / total``..``hi / total`` of each day, so that within a
+    partition the rows' times grow with their ids, as in a store that grew so.
+    ``Segment(0, n, n)`` is a fill in one go."""
+
+    lo: int
+    hi: int
+    total: int
+    after: int = 0
+
+    def times(self, g: np.ndarray, days: Days) -> np.ndarray:
+        """created_at (UTC µs) of rows ``g``: yesterday's first, then today's."""
+        m, local = self.hi - self.lo, g - self.lo
+        half = m // 2
+        # each row's place in its day, 0..1: the segment's share of it, evenly
+        y = (self.lo + (local + 0.5) * m / max(half, 1)) / self.total
+        t = (self.lo + (local - half + 0.5) * m / max(m - half, 1)) / self.total
+        return np.where(local < half, days.y0 + y * (days.t0 - days.y0),
+                        days.t0 + t * (days.now - days.t0))
 
 
 def synthetic_texts(kind: str, count: int, text_chars: int, seed: int) -> list[str]:
@@ -122,15 +147,12 @@ def shared_keys(seed: int) -> tuple[np.ndarray, np.ndarray]:
     return keys, weights / weights.sum()
 
 
-def _piece(p: Profile, start: int, stop: int, n: int, days: Days, boilerplate: float,
+def _piece(p: Profile, start: int, stop: int, seg: Segment, days: Days, boilerplate: float,
            seed: int) -> bytes:
-    """Binary COPY rows (no header) of rows ``start``..``stop`` - 1 of ``n``: ids start + 1...."""
+    """Binary COPY rows (no header) of rows ``start``..``stop`` - 1 of segment ``seg``."""
     m = stop - start
     rng = np.random.default_rng([seed, start])
-    g = np.arange(start, stop, dtype=np.float64)
-    half = n // 2  # yesterday's rows first, then today's: ids grow with time
-    at = np.where(g < half, days.y0 + (g + 0.5) * (days.t0 - days.y0) / max(half, 1),
-                  days.t0 + (g - half + 0.5) * (days.now - days.t0) / max(n - half, 1))
+    at = seg.times(np.arange(start, stop, dtype=np.float64), days)
     fps = rng.integers(-(2**63), 2**63 - 1, size=m, dtype=np.int64, endpoint=True)
     pick = rng.integers(0, len(p.texts), size=m)
     sigs = rng.integers(-(2**63), 2**63 - 1, size=m, dtype=np.int64, endpoint=True)
@@ -159,7 +181,7 @@ def _piece(p: Profile, start: int, stop: int, n: int, days: Days, boilerplate: f
     head = np.empty(m, dtype=_HEAD)
     head["n"] = len(COLUMNS)
     head["l0"] = head["l1"] = head["l2"] = 8
-    head["id"] = np.arange(start + 1, stop + 1)
+    head["id"] = np.arange(start + 1, stop + 1) + (seg.after - seg.lo)
     head["at"] = at.astype(np.int64) - _PG_EPOCH_US
     head["fp"] = fps
     sig = np.empty(m, dtype=_INT8)
@@ -181,21 +203,31 @@ def _piece(p: Profile, start: int, stop: int, n: int, days: Days, boilerplate: f
     return b"".join(parts)
 
 
-def copy_rows(conn: psycopg.Connection[Any], p: Profile, n: int, days: Days,
+def last_id(conn: psycopg.Connection[Any]) -> int:
+    """The last id simhash_documents' sequence gave (0 if none): a segment's come after."""
+    got = conn.execute("SELECT pg_sequence_last_value(pg_get_serial_sequence("
+                       "'simhash_documents', 'id')::regclass)").fetchone()
+    return int(got[0] or 0) if got else 0
+
+
+def copy_rows(conn: psycopg.Connection[Any], p: Profile, seg: Segment, days: Days,
               boilerplate: float, seed: int,
               progress: Callable[[int, float], None] | None = None) -> None:
-    """COPY ``n`` rows of profile ``p`` into simhash_documents, ids 1..n, a commit per
-    :data:`ROWS_PER_COPY`; ``progress(rows, seconds)`` after each."""
+    """COPY segment ``seg`` of rows of profile ``p`` into simhash_documents, a commit per
+    :data:`ROWS_PER_COPY`, ``progress(rows, seconds)`` after each (the segment's rows so
+    far); then the id sequence past them, so that the next writer's ids come after."""
     statement = sql.SQL("COPY simhash_documents ({}) FROM STDIN (FORMAT BINARY)").format(
         sql.SQL(", ").join(map(sql.Identifier, COLUMNS)))
     t = time.perf_counter()
-    for lo in range(0, n, ROWS_PER_COPY):
-        hi = min(n, lo + ROWS_PER_COPY)
+    for lo in range(seg.lo, seg.hi, ROWS_PER_COPY):
+        hi = min(seg.hi, lo + ROWS_PER_COPY)
         with conn.transaction(), conn.cursor() as cur, cur.copy(statement) as copy:
             copy.write(_HEADER)
             for start in range(lo, hi, _PIECE):
-                copy.write(_piece(p, start, min(hi, start + _PIECE), n, days, boilerplate,
+                copy.write(_piece(p, start, min(hi, start + _PIECE), seg, days, boilerplate,
                                   seed))
             copy.write(_TRAILER)
         if progress is not None:
-            progress(hi, time.perf_counter() - t)
+            progress(hi - seg.lo, time.perf_counter() - t)
+    conn.execute("SELECT setval(pg_get_serial_sequence('simhash_documents', 'id'), %s)",
+                 [seg.after + seg.hi - seg.lo])
