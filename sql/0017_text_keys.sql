@@ -15,7 +15,8 @@
 -- retention drops a day's keys with the day. The GIN index goes.
 --
 -- Filling it reads every keyed row once and builds one index: on a big store
--- this upgrade takes minutes (docs/operations.md, "Upgrading to 0017").
+-- this upgrade takes minutes (docs/operations.md, "Upgrading to 0017: the key
+-- table").
 
 CREATE TABLE simhash_text_keys (
     hash bigint NOT NULL,

@@ -44,6 +44,7 @@ class ServerInfo:
     maintenance_dbname: str = "postgres"
     template_dbname: str | None = None  # the migrated template is made from template1
     version: str = ""
+    logfile: Path | None = None  # the throwaway server's log (None: a server of the user's)
 
 
 @pytest.fixture(scope="session")
@@ -73,7 +74,8 @@ def simhash_pg_server() -> Iterator[ServerInfo]:
     server = LocalServer(home, bindir=Path(bindir) if bindir else None, settings=settings)
     try:
         server.start(dbname=None)
-        yield ServerInfo(host=str(server.socket_dir), port=PORT, user=SUPERUSER)
+        yield ServerInfo(host=str(server.socket_dir), port=PORT, user=SUPERUSER,
+                         logfile=server.logfile)
     finally:
         server.destroy()
         shutil.rmtree(home, ignore_errors=True)

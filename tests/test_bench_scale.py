@@ -51,6 +51,21 @@ def test_bench_scale_fills_text_rows_and_measures_each_mode(pg_dsn: str) -> None
         assert shared is not None and shared[0] >= 3, shared
 
 
+def test_keys_in_bulk_fill_the_key_table_as_its_trigger_would(pg_dsn: str) -> None:
+    from test_text_keys import keys_as_defined
+
+    res = CliRunner().invoke(cli, [
+        "bench", "scale", "--at", "1000,2000", "--keys-in-bulk", "--texts", "10", "--queries",
+        "10", "--seconds", "1", "--rounds", "1", "--clients", "1", "--bulk", "20",
+        "--dsn", pg_dsn])
+    assert res.exit_code == 0, res.output
+    assert "then their keys in bulk" in res.output
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        keys_as_defined(conn)  # the synthetic rows' keys, and the real rows' (by trigger)
+        assert conn.execute("SELECT pg_get_indexdef('simhash_text_keys_hash_idx'::regclass)"
+                            ).fetchone() is not None
+
+
 def test_title_rows_carry_a_titles_keys() -> None:
     p = profile("titles", 400, 1, samples=300)
     assert 15 < p.counts.mean() < 30 and p.counts.max() <= 42
