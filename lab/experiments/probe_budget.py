@@ -210,18 +210,24 @@ def database(dsn: str | None) -> Iterator[str]:
         server.destroy()
 
 
-def ask_store(sets: Sequence[Measured], settings: Sequence[Setting], dsn: str | None,
-              log: Callable[[str], None]) -> None:
-    """The default store's own answers at each setting (``Measured.store``)."""
-    from simhash_pg.store import Doc, SimhashStore
+def add_texts(st: Any, sets: Sequence[Measured], log: Callable[[str], None]) -> None:
+    """Every text of ``sets`` into store ``st``, keyed by its eval id (``add_many``, no dedup)."""
+    from simhash_pg.store import Doc
 
     texts: dict[str, str] = {}
     for m in sets:
         texts.update(m.ps.texts)
+    log(f"store: add_many of {len(texts)} texts")
+    st.add_many((Doc(texts[i], key=i) for i in sorted(texts)), dedup=False, batch_size=2000)
+
+
+def ask_store(sets: Sequence[Measured], settings: Sequence[Setting], dsn: str | None,
+              log: Callable[[str], None]) -> None:
+    """The default store's own answers at each setting (``Measured.store``)."""
+    from simhash_pg.store import SimhashStore
+
     with database(dsn) as target, SimhashStore(target, verify="all") as st:
-        log(f"store: add_many of {len(texts)} texts")
-        st.add_many((Doc(texts[i], key=i) for i in sorted(texts)), dedup=False,
-                    batch_size=2000)
+        add_texts(st, sets, log)
         default = st.policy
         for s in settings:
             # a query's probes only: what a row stores does not depend on them
