@@ -544,6 +544,7 @@ def run(args: argparse.Namespace, log: Log) -> None:
                         f"(CREATE INDEX ... ON ONLY: no partition has them): {', '.join(bad)};"
                         f" built again on every partition in {time.perf_counter() - t:.0f} s")
                 t = time.perf_counter()
+                conn.execute("VACUUM (ANALYZE) simhash_documents, simhash_text_keys")
                 placed = plant(conn, planted, first, first + args.background - 1,
                                args.plant_share, args.seed)
                 log(f"planted {len(planted):,} eval keys on {placed:,} rows in "
