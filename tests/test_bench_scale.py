@@ -62,8 +62,17 @@ def test_keys_in_bulk_fill_the_key_table_as_its_trigger_would(pg_dsn: str) -> No
     assert "then their keys in bulk" in res.output
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         keys_as_defined(conn)  # the synthetic rows' keys, and the real rows' (by trigger)
-        assert conn.execute("SELECT pg_get_indexdef('simhash_text_keys_hash_idx'::regclass)"
-                            ).fetchone() is not None
+        # every index built again, valid, on every partition
+        for table, n in (("simhash_documents", 9), ("simhash_text_keys", 1)):
+            assert conn.execute(
+                "SELECT count(*), bool_and(x.indisvalid) FROM pg_index x"
+                " WHERE x.indrelid = %s::regclass", [table]).fetchone() == (n, True)
+            assert conn.execute(
+                "SELECT count(*) FROM pg_partition_tree(%s) t JOIN pg_index x"
+                " ON x.indrelid = t.relid WHERE t.isleaf AND x.indisvalid", [table]
+            ).fetchone() == conn.execute(
+                "SELECT %s * count(*) FROM pg_partition_tree(%s) WHERE isleaf", [n, table]
+            ).fetchone()
 
 
 def test_title_rows_carry_a_titles_keys() -> None:

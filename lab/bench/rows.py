@@ -260,7 +260,9 @@ def copy_rows(conn: psycopg.Connection[Any], p: Profile, seg: Segment, days: Day
     if keys_in_bulk:
         conn.execute(_KEYS_OF_IDS, [seg.after + 1, seg.after + seg.hi - seg.lo])
         for _, definition in indexes:
-            conn.execute(definition)
+            # a partitioned index's definition reads "ON ONLY": that would build
+            # the parent's alone, invalid, and no partition's
+            conn.execute(definition.replace(" ON ONLY ", " ON ", 1))
 
 
 def _copy_segment(conn: psycopg.Connection[Any], p: Profile, seg: Segment, days: Days,
