@@ -145,13 +145,7 @@ def _sizes_list(ctx: click.Context, param: click.Parameter,
               help="Real texts instead of synthetic news: a JSONL file with a 'text' per "
               "line (e.g. ../shared/eval/corpus_en.jsonl; repeatable). --texts of them are "
               "stored, the rest are the adds' new texts.")
-@click.option("--queries", type=click.IntRange(10), default=500, show_default=True,
-              help="Text near() queries per mode.")
-@click.option("--clients", type=click.IntRange(1), default=2, show_default=True)
-@click.option("--seconds", type=click.FloatRange(1), default=10.0, show_default=True,
-              help="Time per mode for the adds.")
-@click.option("--rounds", type=click.IntRange(1), default=4, show_default=True,
-              help="The adds' modes take turns in this many windows each.")
+@bench_text.measure_options
 @click.option("--bulk", type=click.IntRange(1), default=20_000, show_default=True,
               help="New synthetic texts of the kind bulk-added (add_many, dedup off), timed.")
 @click.option("--keys-in-bulk", is_flag=True,

@@ -28,8 +28,8 @@ from __future__ import annotations
 import multiprocessing
 import random
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import click
 
@@ -37,6 +37,7 @@ from lab.bench._scratch import scratch_dsn, scratch_options
 from lab.bench.timing import pct, run_clients
 
 MODES = ("off", "short", "all")
+F = TypeVar("F", bound=Callable[..., Any])
 _VOCAB = (
     "market stocks oil rally falls rise bank rates city council vote school budget storm "
     "warning river flood police report new plan train strike airport delay winter heat "
@@ -166,18 +167,28 @@ def adds(dsn: str, clients: int, seconds: float, seed: int,
     return out
 
 
+def measure_options(func: F) -> F:
+    """--queries, --clients, --seconds and --rounds: how bench text and bench scale measure."""
+    options: tuple[Callable[[F], F], ...] = (
+        click.option("--queries", type=click.IntRange(10), default=500, show_default=True,
+                     help="Text near() queries per mode."),
+        click.option("--clients", type=click.IntRange(1), default=2, show_default=True),
+        click.option("--seconds", type=click.FloatRange(1), default=10.0, show_default=True,
+                     help="Time per mode for the adds."),
+        click.option("--rounds", type=click.IntRange(1), default=4, show_default=True,
+                     help="The adds' modes take turns in this many windows each."),
+    )
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 @click.command("text")
 @click.option("--n", "n", type=click.IntRange(1000), default=1_000_000, show_default=True,
               help="Random fingerprints stored (COPY) besides the texts.")
 @click.option("--texts", type=click.IntRange(10), default=3000, show_default=True,
               help="Synthetic texts stored with their verification texts.")
-@click.option("--queries", type=click.IntRange(10), default=500, show_default=True,
-              help="Text near() queries per mode.")
-@click.option("--clients", type=click.IntRange(1), default=2, show_default=True)
-@click.option("--seconds", type=click.FloatRange(1), default=10.0, show_default=True,
-              help="Time per mode for the adds.")
-@click.option("--rounds", type=click.IntRange(1), default=4, show_default=True,
-              help="The adds' modes take turns in this many windows each.")
+@measure_options
 @click.option("--corpus", type=click.Path(exists=True, dir_okay=False), multiple=True,
               help="Real texts instead of the synthetic ones: a JSONL file with a 'text' "
               "per line (e.g. ../shared/eval/corpus_en.jsonl; repeatable). --texts of them "
