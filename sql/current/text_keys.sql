@@ -22,35 +22,22 @@
 -- DEFINER, as the key triggers (keys.sql): a role allowed to write
 -- simhash_documents needs no grant here.
 
-CREATE OR REPLACE FUNCTION simhash_text_keys_on_insert() RETURNS trigger
+-- One function for the three row triggers: the rows of a document's keys are
+-- those of its sentence_hashes, distinct, NULLs left out (an UPDATE that moves
+-- a row to another partition fires the delete and insert triggers instead).
+CREATE OR REPLACE FUNCTION simhash_text_keys_on_write() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER AS $$
 BEGIN
-    INSERT INTO simhash_text_keys (hash, id, created_at)
-    SELECT DISTINCT h, NEW.id, NEW.created_at FROM unnest(NEW.sentence_hashes) AS h
-    WHERE h IS NOT NULL;
-    RETURN NULL;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION simhash_text_keys_on_delete() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER AS $$
-BEGIN
-    DELETE FROM simhash_text_keys k
-    WHERE k.hash = ANY (OLD.sentence_hashes) AND k.id = OLD.id AND k.created_at = OLD.created_at;
-    RETURN NULL;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION simhash_text_keys_on_update() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER AS $$
-BEGIN
-    DELETE FROM simhash_text_keys k
-    WHERE k.hash = ANY (OLD.sentence_hashes) AND k.id = OLD.id AND k.created_at = OLD.created_at;
-    -- (an UPDATE that moves a row to another partition fires the delete and
-    -- insert triggers instead, not this one)
-    INSERT INTO simhash_text_keys (hash, id, created_at)
-    SELECT DISTINCT h, NEW.id, NEW.created_at FROM unnest(NEW.sentence_hashes) AS h
-    WHERE h IS NOT NULL;
+    IF TG_OP <> 'INSERT' THEN
+        DELETE FROM simhash_text_keys k
+        WHERE k.hash = ANY (OLD.sentence_hashes) AND k.id = OLD.id
+          AND k.created_at = OLD.created_at;
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        INSERT INTO simhash_text_keys (hash, id, created_at)
+        SELECT DISTINCT h, NEW.id, NEW.created_at FROM unnest(NEW.sentence_hashes) AS h
+        WHERE h IS NOT NULL;
+    END IF;
     RETURN NULL;
 END
 $$;
@@ -66,34 +53,28 @@ $$;
 -- WHEN: rows without keys (a fingerprint-only load) cost one NULL test.
 CREATE OR REPLACE TRIGGER simhash_text_keys_insert AFTER INSERT ON simhash_documents
     FOR EACH ROW WHEN (NEW.sentence_hashes IS NOT NULL)
-    EXECUTE FUNCTION simhash_text_keys_on_insert();
+    EXECUTE FUNCTION simhash_text_keys_on_write();
 CREATE OR REPLACE TRIGGER simhash_text_keys_delete AFTER DELETE ON simhash_documents
     FOR EACH ROW WHEN (OLD.sentence_hashes IS NOT NULL)
-    EXECUTE FUNCTION simhash_text_keys_on_delete();
+    EXECUTE FUNCTION simhash_text_keys_on_write();
 CREATE OR REPLACE TRIGGER simhash_text_keys_update
     AFTER UPDATE OF sentence_hashes, id, created_at ON simhash_documents
     FOR EACH ROW WHEN (OLD.sentence_hashes IS DISTINCT FROM NEW.sentence_hashes
                        OR OLD.id <> NEW.id OR OLD.created_at <> NEW.created_at)
-    EXECUTE FUNCTION simhash_text_keys_on_update();
+    EXECUTE FUNCTION simhash_text_keys_on_write();
 CREATE OR REPLACE TRIGGER simhash_text_keys_truncate AFTER TRUNCATE ON simhash_documents
     FOR EACH STATEMENT EXECUTE FUNCTION simhash_text_keys_on_truncate();
 
 
 -- Trigger functions only: nobody calls them.
 REVOKE EXECUTE ON FUNCTION
-    simhash_text_keys_on_insert(),
-    simhash_text_keys_on_delete(),
-    simhash_text_keys_on_update(),
+    simhash_text_keys_on_write(),
     simhash_text_keys_on_truncate()
 FROM PUBLIC;
 DO $$
 BEGIN
     -- SECURITY DEFINER: no schema on the search path but ours
-    EXECUTE format('ALTER FUNCTION simhash_text_keys_on_insert() SET search_path = %I, pg_temp',
-                   current_schema());
-    EXECUTE format('ALTER FUNCTION simhash_text_keys_on_delete() SET search_path = %I, pg_temp',
-                   current_schema());
-    EXECUTE format('ALTER FUNCTION simhash_text_keys_on_update() SET search_path = %I, pg_temp',
+    EXECUTE format('ALTER FUNCTION simhash_text_keys_on_write() SET search_path = %I, pg_temp',
                    current_schema());
     EXECUTE format('ALTER FUNCTION simhash_text_keys_on_truncate() SET search_path = %I, pg_temp',
                    current_schema());
