@@ -33,7 +33,6 @@ from __future__ import annotations
 import functools
 import re
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +44,7 @@ import numpy.typing as npt
 from lab.evaluation import EvalSet, PairScores, default_eval_dir, load_eval
 from simhash_pg import verify as V
 from simhash_pg.text.schemes import get_scheme
-from simhash_pg.text.signatures import SHARED_SENTENCE_CAP, sentences_meet
+from simhash_pg.text.signatures import SHARED_SENTENCE_CAP, key_holders_found, sentences_meet
 from simhash_pg.text.simhash import Fingerprinter
 from simhash_pg.verify.jaccard import from_norm_sig
 
@@ -326,23 +325,41 @@ def signature_matches(
     n-longest-sentences signature, a sentence hash in common, or a min-hash key
     in common within :data:`MINHASH_CAP` bits (``distance``: the pairs').
 
-    As in a store holding every text of the set once: a hash more texts hold
-    than :data:`SHARED_SENTENCE_CAP` finds nothing (``simhash_sentence_matches``).
+    As in a store holding every text of the set once, added in the order of
+    their ids: a key finds its holders by the look-up's rule
+    (:func:`key_holders_found`, ``simhash_sentence_matches``): all of at most
+    16, the 16 nearest the query of at most 256, none of more.
     """
     fp = Fingerprinter(scheme)
     keys = {}
     minhash: dict[Any, tuple[int, ...]] = {}
+    ids = sorted(ps.texts)
+    fps = dict(zip(ids, fp.fingerprint_many([ps.texts[i] for i in ids]), strict=True))
+    row = {i: n + 1 for n, i in enumerate(ids)}  # the store's ids, in the order added
     for i, t in ps.texts.items():
         vt = from_norm_sig(fp.normalize(t))  # what a writer keeps and a query looks up
         keys[i], minhash[i] = (vt.sig, vt.hashes), vt.minhash
-    held = Counter(h for _, hs in keys.values() for h in set(hs))
-    common = {h for h, n in held.items() if n > SHARED_SENTENCE_CAP}
-    keys = {i: (s, tuple(h for h in hs if h not in common)) for i, (s, hs) in keys.items()}
-    return np.array(
-        [sentences_meet(*keys[a], *keys[b], minhash[a], int(d))
-         for a, b, d in zip(ps.a, ps.b, distance, strict=True)],
-        dtype=bool,
-    )
+    held: dict[int, list[Any]] = {}
+    for i, (_, hs) in keys.items():
+        for h in set(hs):
+            held.setdefault(h, []).append(i)
+    found: dict[tuple[int, Any], set[int]] = {}
+
+    def finds(h: int, a: Any, b: Any) -> bool:
+        """Whether key ``h``, looked up by ``a``, finds ``b``."""
+        if len(held[h]) <= SHARED_SENTENCE_CAP:
+            return True
+        if (h, a) not in found:
+            found[h, a] = set(key_holders_found(
+                ((row[i], fps[i]) for i in held[h] if fps[i] is not None), fps[a]))
+        return row[b] in found[h, a]
+
+    out = []
+    for a, b, d in zip(ps.a, ps.b, distance, strict=True):
+        (sig_a, hs_a), (sig_b, hs_b) = keys[a], keys[b]
+        meeting = tuple(h for h in set(hs_a).intersection(hs_b) if finds(h, a, b))
+        out.append(sentences_meet(sig_a, meeting, sig_b, hs_b, minhash[a], int(d)))
+    return np.array(out, dtype=bool)
 
 
 def simhash_peer_distances(ps: PairSet) -> npt.NDArray[np.int64]:

@@ -57,7 +57,7 @@ from lab.bench.plans import (
 )
 from simhash_pg.bits import blocks, to_signed
 from simhash_pg.store import SimhashStore
-from simhash_pg.text.signatures import SHARED_SENTENCE_CAP
+from simhash_pg.text.signatures import BOILERPLATE_HOLDERS
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
@@ -112,8 +112,9 @@ def _check_plans(conn: psycopg.Connection[Any], plans: list[dict[str, Any]]) -> 
     assert seq_scans_of_filled_partitions(conn, plans) == []
     for node in (n for p in plans for n in scan_nodes(p)):
         if node["Relation Name"].startswith("simhash_text_keys"):
-            # per loop: one key, and the scan stops at the cap's 17th row
-            assert node.get("Actual Rows", 0) <= SHARED_SENTENCE_CAP + 1, node
+            # per loop: one key, and the scan stops at the 257th row (the count
+            # that tells boilerplate) or at the 16 nearest of at most 256
+            assert node.get("Actual Rows", 0) <= BOILERPLATE_HOLDERS + 1, node
 
 
 def _check(conn: psycopg.Connection[Any], run: Callable[[], Any]) -> Any:

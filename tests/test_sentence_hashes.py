@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from simhash_pg.db import migrate
 from simhash_pg.store import SimhashStore
 from simhash_pg.text.normalize import normalize
 from simhash_pg.text.signatures import (
+    BOILERPLATE_HOLDERS,
     MIN_SENTENCE_CHARS,
     MINHASH_CAP,
     MINHASH_KEYS,
@@ -36,6 +36,7 @@ from simhash_pg.text.signatures import (
     TITLE_BAG_SEED,
     TITLE_GAP_SEED,
     TITLE_KEY_SEED,
+    key_holders_found,
     longest_sentences,
     minhash_keys,
     sentence_keys_normalized,
@@ -167,13 +168,16 @@ def stores(draw: st.DrawFn) -> tuple[list[Any], list[int], list[Probes], list[in
 def brute(rows: list[Any], fp: int, p: Probes, cap: int, sig: int | None,
           hashes: list[int], minhash: list[int] = (), mcap: int = 0  # type: ignore[assignment]
           ) -> list[tuple[int, int]]:
-    # a hash held by more rows than the holder cap is boilerplate and finds nothing
-    holders = Counter(h for r in rows for h in set(r[2] or ()))
-    hashes = [h for h in hashes if holders[h] <= SHARED_SENTENCE_CAP]
-    minhash = [h for h in minhash if holders[h] <= SHARED_SENTENCE_CAP]
+    def found_by(keys: list[int]) -> set[int]:
+        # each key finds its holders by the look-up's rule: all of at most 16,
+        # the 16 nearest of at most 256, none of more (boilerplate)
+        return {i for h in set(keys) for i in key_holders_found(
+            ((j + 1, r[0]) for j, r in enumerate(rows) if h in (r[2] or ())), fp)}
+
+    by_hash, by_minhash = found_by(hashes), found_by(minhash)
     found = [(hamming(fp, r[0]), i + 1) for i, r in enumerate(rows)
-             if matches(fp, p, cap, r[0]) or sentences_meet(sig, hashes, r[1], r[2])
-             or (not set(minhash).isdisjoint(r[2] or ()) and hamming(fp, r[0]) <= mcap)]
+             if matches(fp, p, cap, r[0]) or (sig is not None and r[1] == sig)
+             or i + 1 in by_hash or (i + 1 in by_minhash and hamming(fp, r[0]) <= mcap)]
     return [(i, d) for d, i in sorted(found)]
 
 
@@ -253,20 +257,37 @@ def check_candidates_with_hashes(pg: psycopg.Connection, case: Any) -> None:
         assert old == brute(rows, fp, p, 13, sig, [])
 
 
-@pytest.mark.parametrize("holders", [SHARED_SENTENCE_CAP, SHARED_SENTENCE_CAP + 1])
-def test_a_hash_held_by_more_rows_than_the_cap_finds_nothing(
+@pytest.mark.parametrize("holders", [SHARED_SENTENCE_CAP, SHARED_SENTENCE_CAP + 1,
+                                     BOILERPLATE_HOLDERS, BOILERPLATE_HOLDERS + 1])
+def test_a_popular_hash_finds_its_nearest_holders_and_boilerplate_none(
     pg: psycopg.Connection, holders: int
 ) -> None:
     boiler, own = 4242, 77
-    rows: list[Any] = [(i + 1, None, [boiler]) for i in range(holders - 1)]
-    rows.append((10**6, None, [boiler, own]))  # row `holders`: the boilerplate and its own
+    rnd = random.Random(holders)
+    q = rnd.getrandbits(64)
+    # holders at every distance from the query, in no order of distance
+    fps = [q ^ (rnd.getrandbits(64) & rnd.getrandbits(64) & rnd.getrandbits(64))
+           for _ in range(holders)]
+    rows: list[Any] = [(fp, None, [boiler]) for fp in fps[:-1]]
+    rows.append((fps[-1], None, [boiler, own]))  # row `holders`: the boilerplate and its own
     load(pg, rows)
+    ranked = pg.execute("SELECT id, distance FROM simhash_near_probes_candidates(%s, '{}', '{}',"
+                        " '{}', '{}', 0, NULL, %s::bigint[])",
+                        [to_signed(q), [boiler, own, None]]).fetchall()
+    want = key_holders_found(((i + 1, fp) for i, fp in enumerate(fps)), q)
+    if holders > BOILERPLATE_HOLDERS:
+        assert want == []  # boilerplate: finds nothing; the own hash still finds its row
+    else:
+        assert len(want) == min(holders, SHARED_SENTENCE_CAP)
+        # the nearest: none left out is nearer than one found
+        left = set(range(1, holders + 1)) - set(want)
+        assert all(hamming(q, fps[i - 1]) <= hamming(q, fps[j - 1]) for i in want for j in left)
+    assert sorted(i for i, _ in ranked) == sorted({*want, holders})
+    # without the query's fingerprint (revision 0017's form): past 16, nothing
     found = {r[0] for r in pg.execute(
         "SELECT id FROM simhash_sentence_matches(%s::bigint[])", [[boiler, own, None]])}
-    if holders <= SHARED_SENTENCE_CAP:
-        assert found == set(range(1, holders + 1))
-    else:  # boilerplate: finds nothing; the own hash still finds its row
-        assert found == {holders}
+    assert found == (set(range(1, holders + 1)) if holders <= SHARED_SENTENCE_CAP
+                     else {holders})
 
 
 def test_the_reader_may_match_sentences(pg: psycopg.Connection) -> None:

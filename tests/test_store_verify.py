@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 import re
 import threading
-from collections import Counter
 from typing import Any
 
 import pytest
@@ -25,10 +24,10 @@ from simhash_pg.text.signatures import (
     MIN_SENTENCE_CHARS,
     MIN_TITLE_KEY_CHARS,
     SENTENCE_HASH_SEED,
-    SHARED_SENTENCE_CAP,
     TITLE_BAG_SEED,
     TITLE_GAP_SEED,
     TITLE_KEY_SEED,
+    key_holders_found,
     longest_sentences,
     sentence_signature_signed,
 )
@@ -131,15 +130,18 @@ def brute_near(store: SimhashStore, text: str, k: int) -> list[tuple[int, int]]:
     probes = tuple(p[:t] for p in probes)
     probed = store.verify == "all" and k <= 3
     stored = rows(store)
-    # a hash more stored rows hold than the cap is boilerplate: it finds nothing
-    held = Counter(h for r in stored for h in set(r[6] or ()))
-    qhashes = {h for h in qhashes if held[h] <= SHARED_SENTENCE_CAP}
+    # each key finds its holders by the look-up's rule: all of at most 16, the
+    # 16 nearest of at most 256, none of more (boilerplate)
+    finders: dict[int, set[int]] = {}
+    for h in qhashes:
+        for i in key_holders_found(((r[0], r[2]) for r in stored if h in (r[6] or ())), fp):
+            finders.setdefault(i, set()).add(h)
     hits = []
-    for id_, _, sfp, _, vtext, sig, hashes in stored:
+    for id_, _, sfp, _, vtext, sig, _hashes in stored:
         d = hamming(fp, to_unsigned(sfp))
         # an equal signature, one of the longest sentences (or a title key) in
         # common, or a min-hash key in common within 22 bits
-        shared = qhashes & set(hashes or ())
+        shared = finders.get(id_, set())
         same_sig = ((qsig is not None and sig == qsig) or bool(shared - qminhash)
                     or (bool(shared) and d <= 22))
         if probed and not same_sig and not (

@@ -28,10 +28,10 @@ from simhash_pg.store import SimhashStore
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 _DEFINITION = (
-    "SELECT DISTINCT h, d.id, d.created_at FROM simhash_documents d,"
+    "SELECT DISTINCT h, d.id, d.created_at, d.fingerprint FROM simhash_documents d,"
     " unnest(d.sentence_hashes) AS h WHERE h IS NOT NULL"
 )
-_TABLE = "SELECT hash, id, created_at FROM simhash_text_keys"
+_TABLE = "SELECT hash, id, created_at, fingerprint FROM simhash_text_keys"
 
 
 def keys_as_defined(pg: psycopg.Connection) -> None:
@@ -56,6 +56,7 @@ _ops = st.lists(st.one_of(
     st.tuples(st.just("copy"), st.lists(_hashes, min_size=1, max_size=4), st.integers(-3, 2)),
     st.tuples(st.just("set"), st.integers(0, 20), _hashes),
     st.tuples(st.just("move"), st.integers(0, 20), st.integers(-3, 2)),
+    st.tuples(st.just("refingerprint"), st.integers(0, 20), st.integers(-2**63, 2**63 - 1)),
     st.tuples(st.just("delete"), st.integers(0, 20), st.none()),
     st.tuples(st.just("purge"), st.integers(1, 3), st.none()),
     st.tuples(st.just("truncate"), st.none(), st.none()),
@@ -92,9 +93,12 @@ def test_the_key_table_holds_its_definition_through_any_writes(
                 copy.set_types(["int8", "int8[]", "timestamptz"])
                 for hs in a:
                     copy.write_row((rnd.getrandbits(63), hs, _at(b)))
-        elif op in ("set", "move", "delete") and (row := _nth(pg, a)) is not None:
+        elif op in ("set", "move", "refingerprint", "delete") and (row := _nth(pg, a)) is not None:
             if op == "set":
                 pg.execute("UPDATE simhash_documents SET sentence_hashes = %s"
+                           " WHERE id = %s AND created_at = %s", [b, *row])
+            elif op == "refingerprint":  # the key rows carry it (revision 0018)
+                pg.execute("UPDATE simhash_documents SET fingerprint = %s"
                            " WHERE id = %s AND created_at = %s", [b, *row])
             elif op == "move":  # to another day's partition: a delete and an insert
                 pg.execute("UPDATE simhash_documents SET created_at = %s"
@@ -176,7 +180,7 @@ def test_a_writer_needs_no_grant_and_the_reader_may_read(pg: psycopg.Connection)
             pg.execute("SET LOCAL ROLE simhash_reader")
             assert pg.execute("SELECT count(*) FROM simhash_text_keys").fetchone() == (1,)
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                pg.execute("INSERT INTO simhash_text_keys VALUES (1, 1, now())")
+                pg.execute("INSERT INTO simhash_text_keys VALUES (1, 1, now(), 1)")
     finally:
         pg.execute("DROP OWNED BY keys_writer")
         pg.execute("DROP ROLE keys_writer")
@@ -208,3 +212,25 @@ def test_migration_0017_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
     assert pg.execute(single, args).fetchall() == before
     migrate.upgrade(pg_dsn)
     keys_as_defined(pg)
+
+
+def test_migration_0018_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
+    # key 7 is held by 20 rows: past the cap of 16, within 256
+    rnd = random.Random(18)
+    q = rnd.getrandbits(64)
+    fps = [q ^ (1 << i) if i < 5 else rnd.getrandbits(64) for i in range(20)]
+    with pg.cursor() as cur, cur.copy(
+            "COPY simhash_documents (fingerprint, sentence_hashes) FROM STDIN") as copy:
+        for fp in fps:
+            copy.write_row((to_signed(fp), [7]))
+    near = "SELECT id FROM simhash_sentence_matches('{7}', %s)"
+    found = {r[0] for r in pg.execute(near, [to_signed(q)])}
+    assert len(found) == 16 and {1, 2, 3, 4, 5} <= found
+    migrate.downgrade(pg_dsn, "0017")
+    assert pg.execute("SELECT id FROM simhash_sentence_matches('{7}')").fetchall() == []
+    assert pg.execute("SELECT to_regprocedure('simhash_sentence_matches(bigint[], bigint)')"
+                      ).fetchone() == (None,)
+    migrate.upgrade(pg_dsn)  # fills the table again, fingerprints included
+    keys_as_defined(pg)
+    assert {r[0] for r in pg.execute(near, [to_signed(q)])} == found
+    migrate.check(pg_dsn)

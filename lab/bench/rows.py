@@ -211,15 +211,9 @@ def last_id(conn: psycopg.Connection[Any]) -> int:
 
 
 # The key table's rows of simhash_documents rows by id, as its insert trigger
-# makes them (sql/current/text_keys.sql); tests/test_bench_scale.py checks the
-# result against the table's definition.
-_KEYS_OF_IDS = (
-    "INSERT INTO simhash_text_keys (hash, id, created_at)"
-    " SELECT h.h, d.id, d.created_at FROM simhash_documents d"
-    " CROSS JOIN LATERAL (SELECT DISTINCT x AS h FROM unnest(d.sentence_hashes) AS x"
-    "                     WHERE x IS NOT NULL) AS h"
-    " WHERE d.id BETWEEN %s AND %s AND d.sentence_hashes IS NOT NULL"
-)
+# makes them (SQL simhash_text_keys_fill, revision 0018);
+# tests/test_bench_scale.py checks the result against the table's definition.
+_KEYS_OF_IDS = "SELECT simhash_text_keys_fill(%s, %s)"
 # The indexes a bulk fill drops and builds again: the key table's and the
 # documents' secondary ones (not their primary key: ids arrive in order).
 _SECONDARY_INDEXES = (

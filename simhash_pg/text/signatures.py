@@ -27,6 +27,7 @@ unrelated templated pages.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import numpy as np
 import xxhash
@@ -36,6 +37,7 @@ from simhash_pg.text.charclass import HAN, alnum_only
 from simhash_pg.text.normalize import normalize
 
 __all__ = [
+    "BOILERPLATE_HOLDERS",
     "DEFAULT_SENTENCES",
     "MINHASH_CAP",
     "MINHASH_KEYS",
@@ -53,6 +55,7 @@ __all__ = [
     "TITLE_GAP_TOKENS",
     "TITLE_GAP_WIDE_WORDS",
     "TITLE_KEY_SEED",
+    "key_holders_found",
     "longest_sentences",
     "minhash_keys",
     "sentence_keys_normalized",
@@ -76,15 +79,23 @@ MIN_SIGNATURE_CHARS = 50
 # document to be a key (a dateline, "All rights reserved").
 MIN_SENTENCE_CHARS = 30
 SENTENCE_HASH_SEED = 0x5348_5047_5353_4E54  # "SHPGSSNT"
-# A sentence held by more stored documents than this is boilerplate (a
-# licence line, a footer): the store looks nothing up by it. Each holder is a
-# candidate that verification reads (50-150 us for a long text), so this
-# bounds what a query's three hashes can cost: at most 48 candidates, a few
-# ms. At 256, licence texts that share one sentence (171 holders in the eval
-# set) made 1M-row text adds 0.58x as fast as under "short"; recall on the
-# eval's long pairs is 0.982 at 8-64 and 0.991 at 256. The SQL's
-# simhash_sentence_matches holds the same number (a test keeps them equal).
+# A key (a sentence hash, a min-hash or title key) finds at most this many
+# stored documents: each is a candidate that verification reads (50-150 us
+# for a long text), so this bounds what a query's keys can cost. A key with
+# more holders finds the SHARED_SENTENCE_CAP nearest the query (Hamming
+# distance, ties by id), and one with more than BOILERPLATE_HOLDERS finds
+# nothing: a licence line, a footer on every page of a site. Until revision
+# 0018 a key with 17 holders found nothing, so a pair lost the key that found
+# it as the store grew (issue 28: three licence pairs of the eval in a 1M-row
+# store; the nearest 16 of at most 256 gave documents R 0.9928 in the model,
+# lab/experiments/quality_at_scale.py). At a cap of 256 holders, all of them
+# candidates, licence texts that share one sentence (171 holders in the eval
+# set) made 1M-row text adds 0.58x as fast as under "short". The SQL's
+# simhash_sentence_matches holds the same numbers and rule (tests keep them
+# equal: tests/test_sentence_hashes.py).
 SHARED_SENTENCE_CAP = 16
+BOILERPLATE_HOLDERS = 256
+_MASK64 = (1 << 64) - 1
 # A short text's (a title's) key: its verification text without digits, so
 # that a title whose numbers changed (a date, a count, a score: the tokens
 # news titles edit most) meets its other version exactly. Fewer letters than
@@ -352,3 +363,24 @@ def sentences_meet(
     if not shared:
         return False
     return distance <= MINHASH_CAP or not shared.issubset(minhash_a)
+
+
+def key_holders_found(
+    holders: Iterable[tuple[int, int]], fp: int | None,
+) -> list[int]:
+    """The ids one key finds for a query with fingerprint ``fp``: the look-up's rule.
+
+    ``holders`` are the stored rows that hold the key, as ``(id, fingerprint)``
+    (fingerprints signed or not, alike with ``fp``). At most
+    :data:`SHARED_SENTENCE_CAP` holders: all of them; at most
+    :data:`BOILERPLATE_HOLDERS`: the :data:`SHARED_SENTENCE_CAP` nearest ``fp``,
+    ties by id (none without ``fp``); more: none. The model of SQL
+    ``simhash_sentence_matches`` (sql/current/near_probes.sql), nearest first.
+    """
+    rows = list(holders)
+    if len(rows) > BOILERPLATE_HOLDERS or (len(rows) > SHARED_SENTENCE_CAP and fp is None):
+        return []
+    if fp is None:
+        return sorted(i for i, _ in rows)
+    ranked = sorted(rows, key=lambda r: (((r[1] ^ fp) & _MASK64).bit_count(), r[0]))
+    return [i for i, _ in ranked[:SHARED_SENTENCE_CAP]]

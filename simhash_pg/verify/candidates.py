@@ -50,12 +50,12 @@ _SIG = (
     " SELECT q.o::integer, d.id, d.key, simhash_hamming(d.fingerprint, q.fp), d.meta,"
     " d.verify_text, d.sentence_sig, d.sentence_hashes, false"
     " FROM unnest(%s::bigint[]) WITH ORDINALITY AS q (fp, o)"
-    " CROSS JOIN LATERAL simhash_sentence_matches((%s::bigint[])[q.o:q.o][:]) AS d"
+    " CROSS JOIN LATERAL simhash_sentence_matches((%s::bigint[])[q.o:q.o][:], q.fp) AS d"
     " UNION ALL"
     " SELECT q.o::integer, d.id, d.key, simhash_hamming(d.fingerprint, q.fp), d.meta,"
     " d.verify_text, d.sentence_sig, d.sentence_hashes, false"
     " FROM unnest(%s::bigint[]) WITH ORDINALITY AS q (fp, o)"
-    " CROSS JOIN LATERAL simhash_sentence_matches((%s::bigint[])[q.o:q.o][:]) AS d"
+    " CROSS JOIN LATERAL simhash_sentence_matches((%s::bigint[])[q.o:q.o][:], q.fp) AS d"
     " WHERE simhash_hamming(d.fingerprint, q.fp) <= %s"
 )
 # Probed queries: their probe matches and sentence matches in one call

@@ -133,27 +133,39 @@ END
 $$;
 
 -- The rows that hold one of hashes (NULL entries ignored), once per hash
--- they hold. A hash held by more than 16 rows is boilerplate (a licence
--- line, a footer repeated on every page of a site) and finds nothing: each
--- hash's index scan stops at 17 rows, so a long text's seven keys cost at
--- most 7 x 17 key rows and 7 x 16 candidates to verify (each a long text to
--- read and compare); a title's keys (up to 44 of them, each nearly the whole
--- title) find short texts.
--- simhash_pg.text.signatures.SHARED_SENTENCE_CAP is the same number.
--- LANGUAGE sql: inlined, so a caller's LATERAL call becomes one index scan
--- per hash and partition, and one primary-key look-up per row found.
-CREATE OR REPLACE FUNCTION simhash_sentence_matches(hashes bigint[])
+-- they hold, for a query with fingerprint fp. A key finds at most 16 rows:
+-- all its holders when it has at most 16, else (revision 0018) the 16
+-- nearest fp, ties by id, when it has at most 256, and none when it has
+-- more: such a key is boilerplate (a licence line, a footer repeated on
+-- every page of a site). Until 0018 a key with 17 holders found nothing, so a
+-- pair could lose the key that found it as a store grew (three licence pairs
+-- of the eval in a 1M-row store, issue 28); the nearest 16 keep what one
+-- more holder far from the query would have taken away. Cost: a count of at
+-- most 257 index entries per key, then at most 16 rows (256 key rows read
+-- where the key has 17-256 holders), each read back by one primary-key probe.
+-- fp NULL: a key with more than 16 holders finds nothing (revision 0017's
+-- rule, without a query to rank by).
+-- simhash_pg.text.signatures.SHARED_SENTENCE_CAP and BOILERPLATE_HOLDERS are
+-- the same numbers, and key_holders_found the same rule.
+-- LANGUAGE sql: inlined, so a caller's LATERAL call becomes index scans per
+-- hash and partition, and one primary-key look-up per row found.
+CREATE OR REPLACE FUNCTION simhash_sentence_matches(hashes bigint[], fp bigint)
 RETURNS TABLE (id bigint, key text, fingerprint bigint, meta jsonb, verify_text text,
                sentence_sig bigint, sentence_hashes bigint[], created_at timestamptz)
 LANGUAGE sql STABLE PARALLEL SAFE ROWS 3 AS $$
     SELECT d.id, d.key, d.fingerprint, d.meta, d.verify_text, d.sentence_sig,
            d.sentence_hashes, d.created_at
     FROM unnest(hashes) AS h
+    -- how many rows hold it, counted up to 257 in the index alone
     CROSS JOIN LATERAL (
-        SELECT c.id, c.created_at, count(*) OVER () AS n
-        FROM (SELECT k.id, k.created_at FROM simhash_text_keys k
-              WHERE k.hash = h
-              LIMIT 17) AS c
+        SELECT count(*) AS n
+        FROM (SELECT 1 FROM simhash_text_keys k WHERE k.hash = h LIMIT 257) AS c
+    ) AS held
+    CROSS JOIN LATERAL (
+        SELECT k.id, k.created_at FROM simhash_text_keys k
+        WHERE k.hash = h AND (held.n <= 16 OR (held.n <= 256 AND fp IS NOT NULL))
+        ORDER BY simhash_hamming(k.fingerprint, fp), k.id
+        LIMIT 16
     ) AS m
     -- LATERAL ... LIMIT 1: always one primary-key look-up per row found; a
     -- join here became a hash join over a scan of every partition whenever a
@@ -163,7 +175,16 @@ LANGUAGE sql STABLE PARALLEL SAFE ROWS 3 AS $$
         WHERE x.id = m.id AND x.created_at = m.created_at
         LIMIT 1
     ) AS d
-    WHERE h IS NOT NULL AND m.n <= 16
+    WHERE h IS NOT NULL
+$$;
+
+-- Without a query fingerprint (revision 0017's arguments): a key with more
+-- than 16 holders finds nothing.
+CREATE OR REPLACE FUNCTION simhash_sentence_matches(hashes bigint[])
+RETURNS TABLE (id bigint, key text, fingerprint bigint, meta jsonb, verify_text text,
+               sentence_sig bigint, sentence_hashes bigint[], created_at timestamptz)
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 3 AS $$
+    SELECT * FROM simhash_sentence_matches(hashes, NULL::bigint)
 $$;
 
 -- A batch's candidates, with sentence hashes and min-hash keys: hashes[q] and
@@ -235,7 +256,7 @@ BEGIN
                coalesce(d.verify_text IS NULL AND d.id <= v_lost_max
                         AND d.created_at <= v_lost_until, false)
         FROM generate_subscripts(fps, 1) AS q (o)
-        CROSS JOIN LATERAL simhash_sentence_matches(hashes[q.o:q.o][:]) AS d
+        CROSS JOIN LATERAL simhash_sentence_matches(hashes[q.o:q.o][:], fps[q.o]) AS d
         WHERE hashes IS NOT NULL
         UNION ALL
         SELECT q.o::integer, d.id, d.key, simhash_hamming(d.fingerprint, fps[q.o]), d.meta,
@@ -243,7 +264,7 @@ BEGIN
                coalesce(d.verify_text IS NULL AND d.id <= v_lost_max
                         AND d.created_at <= v_lost_until, false)
         FROM generate_subscripts(fps, 1) AS q (o)
-        CROSS JOIN LATERAL simhash_sentence_matches(minhash[q.o:q.o][:]) AS d
+        CROSS JOIN LATERAL simhash_sentence_matches(minhash[q.o:q.o][:], fps[q.o]) AS d
         WHERE minhash IS NOT NULL
           AND simhash_hamming(d.fingerprint, fps[q.o]) <= minhash_cap
     )
@@ -343,11 +364,11 @@ BEGIN
         UNION ALL
         SELECT s.id, s.key, s.fingerprint, s.meta, s.verify_text, s.sentence_sig,
                s.sentence_hashes, s.created_at
-        FROM simhash_sentence_matches(hashes) AS s
+        FROM simhash_sentence_matches(hashes, fp) AS s
         UNION ALL
         SELECT s.id, s.key, s.fingerprint, s.meta, s.verify_text, s.sentence_sig,
                s.sentence_hashes, s.created_at
-        FROM simhash_sentence_matches(minhash) AS s
+        FROM simhash_sentence_matches(minhash, fp) AS s
         WHERE simhash_hamming(s.fingerprint, fp) <= minhash_cap
     )
     -- text_lost as in the batch form: stored before revision 0003's columns
@@ -412,6 +433,7 @@ GRANT EXECUTE ON FUNCTION
     simhash_near_probes_candidates(bigint, smallint[], smallint[], smallint[], smallint[],
                                    integer, bigint),
     simhash_sentence_matches(bigint[]),
+    simhash_sentence_matches(bigint[], bigint),
     simhash_near_probes_candidates(bigint[], smallint[], integer[], bigint[], bigint[]),
     simhash_near_probes_candidates(bigint, smallint[], smallint[], smallint[], smallint[],
                                    integer, bigint, bigint[]),

@@ -105,12 +105,13 @@ BEGIN
         WITH moved AS (
             DELETE FROM simhash_text_keys_default k
             WHERE k.created_at >= r.lower_bound AND k.created_at < r.upper_bound
-            RETURNING k.hash, k.id, k.created_at
+            RETURNING k.hash, k.id, k.created_at, k.fingerprint
         ) SELECT * FROM moved;
         EXECUTE format('CREATE TABLE %I PARTITION OF simhash_text_keys %s'
                        ' WITH (autovacuum_vacuum_insert_scale_factor = 0.01,'
                        ' autovacuum_vacuum_insert_threshold = 10000)', r.name, r.bound);
-        INSERT INTO simhash_text_keys SELECT * FROM simhash_text_keys_moving;
+        INSERT INTO simhash_text_keys (hash, id, created_at, fingerprint)
+        SELECT * FROM simhash_text_keys_moving;
         DROP TABLE simhash_text_keys_moving;
         action := 'create';
         relation := r.name;

@@ -23,8 +23,10 @@
 -- simhash_documents needs no grant here.
 
 -- One function for the three row triggers: the rows of a document's keys are
--- those of its sentence_hashes, distinct, NULLs left out (an UPDATE that moves
--- a row to another partition fires the delete and insert triggers instead).
+-- those of its sentence_hashes, distinct, NULLs left out, each with the
+-- document's fingerprint (revision 0018: a popular key's look-up ranks its
+-- holders by distance without reading them; an UPDATE that moves a row to
+-- another partition fires the delete and insert triggers instead).
 CREATE OR REPLACE FUNCTION simhash_text_keys_on_write() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER AS $$
 BEGIN
@@ -34,8 +36,9 @@ BEGIN
           AND k.created_at = OLD.created_at;
     END IF;
     IF TG_OP <> 'DELETE' THEN
-        INSERT INTO simhash_text_keys (hash, id, created_at)
-        SELECT DISTINCT h, NEW.id, NEW.created_at FROM unnest(NEW.sentence_hashes) AS h
+        INSERT INTO simhash_text_keys (hash, id, created_at, fingerprint)
+        SELECT DISTINCT h, NEW.id, NEW.created_at, NEW.fingerprint
+        FROM unnest(NEW.sentence_hashes) AS h
         WHERE h IS NOT NULL;
     END IF;
     RETURN NULL;
@@ -58,13 +61,34 @@ CREATE OR REPLACE TRIGGER simhash_text_keys_delete AFTER DELETE ON simhash_docum
     FOR EACH ROW WHEN (OLD.sentence_hashes IS NOT NULL)
     EXECUTE FUNCTION simhash_text_keys_on_write();
 CREATE OR REPLACE TRIGGER simhash_text_keys_update
-    AFTER UPDATE OF sentence_hashes, id, created_at ON simhash_documents
+    AFTER UPDATE OF sentence_hashes, id, created_at, fingerprint ON simhash_documents
     FOR EACH ROW WHEN (OLD.sentence_hashes IS DISTINCT FROM NEW.sentence_hashes
-                       OR OLD.id <> NEW.id OR OLD.created_at <> NEW.created_at)
+                       OR OLD.id <> NEW.id OR OLD.created_at <> NEW.created_at
+                       OR OLD.fingerprint <> NEW.fingerprint)
     EXECUTE FUNCTION simhash_text_keys_on_write();
 CREATE OR REPLACE TRIGGER simhash_text_keys_truncate AFTER TRUNCATE ON simhash_documents
     FOR EACH STATEMENT EXECUTE FUNCTION simhash_text_keys_on_truncate();
 
+-- The key table's rows of the documents with first_id <= id <= last_id
+-- (NULL: no bound), as the insert trigger makes them: for a bulk fill (an
+-- upgrade, a benchmark's store) after the documents went in without the
+-- trigger. Returns the rows inserted. Rows already there are not checked:
+-- fill a range once.
+CREATE OR REPLACE FUNCTION simhash_text_keys_fill(first_id bigint DEFAULT NULL,
+                                                  last_id bigint DEFAULT NULL)
+RETURNS bigint
+LANGUAGE sql VOLATILE AS $$
+    WITH made AS (
+        INSERT INTO simhash_text_keys (hash, id, created_at, fingerprint)
+        SELECT h.h, d.id, d.created_at, d.fingerprint FROM simhash_documents d
+        CROSS JOIN LATERAL (SELECT DISTINCT x AS h FROM unnest(d.sentence_hashes) AS x
+                            WHERE x IS NOT NULL) AS h
+        WHERE d.sentence_hashes IS NOT NULL
+          AND (first_id IS NULL OR d.id >= first_id) AND (last_id IS NULL OR d.id <= last_id)
+        RETURNING 1
+    ) SELECT count(*) FROM made
+$$;
+REVOKE EXECUTE ON FUNCTION simhash_text_keys_fill(bigint, bigint) FROM PUBLIC;
 
 -- Trigger functions only: nobody calls them.
 REVOKE EXECUTE ON FUNCTION
