@@ -10,7 +10,8 @@ row, so one long key can never stop a batch in the database.
 Texts are not stored as they are: the fingerprint's normalisation turns lone
 surrogates into U+FFFD (:func:`simhash_pg.text.normalize.fix_surrogates`, rule 2
 of normalize.py), and ``dedup`` writes texts to its output files by that
-same rule.
+same rule. ``dedup`` and the HTTP API both go by these rules alone: a text
+with a lone surrogate is stored by either, a key with one refused by either.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["MAX_KEY_BYTES", "check_key", "check_meta", "field_problem", "lone_surrogate"]
+__all__ = ["MAX_KEY_BYTES", "check_key", "check_meta", "lone_surrogate"]
 
 # The key index's btree rows hold at most 2,704 bytes (PostgreSQL's limit for
 # 8 kB pages); a quarter of a page leaves room for the index's own overhead
@@ -96,13 +97,3 @@ def check_meta(meta: object) -> dict[str, Any] | None:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"meta is not JSON-serialisable: {exc}") from exc
     return dict(meta)
-
-
-def field_problem(obj: Mapping[str, Any]) -> str | None:
-    """Why a decoded JSON record cannot be taken as it is (a lone surrogate), or None."""
-    for name, value in obj.items():
-        for s in _strings([name, value]):
-            problem = _surrogate_problem(s)
-            if problem is not None:
-                return f"field {name!r} {problem}"
-    return None

@@ -4,9 +4,9 @@ A key too long for the key index, a lone surrogate (valid JSON, not valid
 UTF-8) in a key or a meta value: the API refuses them with a ValueError
 naming the problem and leaves the store as it was. A text with a lone
 surrogate is fingerprinted as the scheme says (U+FFFD, dropped), and output
-files write texts by that rule. ``dedup`` reports a bad key, or a lone
-surrogate in any field of its input, like a malformed line, and stores the
-rest of the batch.
+files write texts by that rule. ``dedup`` goes by the same rules (issue 29):
+it reports a bad key like a malformed line and stores the rest of the batch,
+and stores a text with a lone surrogate as the HTTP API does.
 """
 
 from __future__ import annotations
@@ -140,24 +140,25 @@ def test_output_files_write_texts_by_the_fingerprint_rule(tmp_path: Path, suffix
 
 
 def _jsonl_with_bad_records(path: Path) -> tuple[list[str], dict[int, str]]:
-    """20 good documents and, in the middle, three the store cannot hold."""
+    """20 good documents and, in the middle, two the store cannot hold (bad keys)
+    and two it can (a lone surrogate in the text, in another field)."""
     lines = [json.dumps({"id": f"g{i}", "text": doc(100 + i), "lang": "en"}) for i in range(20)]
     bad = {
         8: json.dumps({"id": "L" * 3000, "text": doc(500)}),
         # json.dumps writes a lone surrogate as the escape "\udc80": valid JSON
         10: json.dumps({"id": "bad\udc80key", "text": doc(501)}),
-        12: json.dumps({"id": "badtext", "text": doc(502) + " \udc80"}),
-        14: json.dumps({"id": "badfield", "text": doc(503), "title": "x\udc80"}),
+    }
+    lone = {
+        12: json.dumps({"id": "g19a", "text": doc(502) + " \udc80"}),
+        14: json.dumps({"id": "g19b", "text": doc(503), "title": "x\udc80"}),
     }
     assert '"bad\\udc80key"' in bad[10]
-    for at in sorted(bad):
-        lines.insert(at, bad[at])
+    for at in sorted(bad | lone):
+        lines.insert(at, (bad | lone)[at])
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return lines, {at + 1: reason for at, reason in zip(
         sorted(bad), [f"key is 3,000 bytes in UTF-8; the limit is {LIMIT} bytes",
-                      r"field 'id' contains a lone surrogate (\udc80 at character 3)",
-                      "field 'text' contains a lone surrogate",
-                      "field 'title' contains a lone surrogate"],
+                      r"key contains a lone surrogate (\udc80 at character 3)"],
         strict=True)}
 
 
@@ -165,7 +166,7 @@ def _jsonl_with_bad_records(path: Path) -> tuple[list[str], dict[int, str]]:
 def test_dedup_skips_bad_records_and_stores_the_rest(pg_dsn: str, tmp_path: Path,
                                                      batch: str) -> None:
     src = tmp_path / "in.jsonl"
-    _, bad = _jsonl_with_bad_records(src)
+    lines, bad = _jsonl_with_bad_records(src)
     out, report = tmp_path / "unique.jsonl", tmp_path / "report.csv"
     proc = run("dedup", str(src), "--out", str(out), "--report", str(report),
                "--batch-size", batch, "--workers", "1", dsn=pg_dsn, check=1)
@@ -174,8 +175,9 @@ def test_dedup_skips_bad_records_and_stores_the_rest(pg_dsn: str, tmp_path: Path
         assert f"{src}:{line}: " in proc.stderr and reason in proc.stderr, (line, proc.stderr)
     assert proc.stderr.count("(skipped)") == len(bad)
     nums = summary_numbers(proc.stdout)
-    assert nums == {"read": 24, "unique": 20, "new": 20, "duplicates": 0, "errors": 4}
-    good = [f"g{i}" for i in range(20)]
+    assert nums == {"read": 24, "unique": 22, "new": 22, "duplicates": 0, "errors": 2}
+    good = [json.loads(x)["id"] for at, x in enumerate(lines, 1) if at not in bad]
+    assert len(good) == 22 and "g19a" in good and "g19b" in good
     assert [k for k, _, _ in rows(pg_dsn)] == good
     written = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert [w["id"] for w in written] == good
@@ -187,9 +189,32 @@ def test_dedup_skips_bad_records_and_stores_the_rest(pg_dsn: str, tmp_path: Path
     before = rows(pg_dsn)
     proc = run("dedup", str(src), "--out", str(out), dsn=pg_dsn, check=1)
     nums = summary_numbers(proc.stdout)
-    assert nums["new"] == 0 and nums["unique"] == 20 and nums["errors"] == 4
+    assert nums["new"] == 0 and nums["unique"] == 22 and nums["errors"] == 2
     assert rows(pg_dsn) == before
-    assert len(out.read_text(encoding="utf-8").splitlines()) == 20
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 22
+
+
+def test_dedup_and_the_http_api_store_a_text_with_a_lone_surrogate_alike(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    # one rule for both (issue 29): dedup skipped this record, the API stored it
+    from _serving import make_client
+
+    text = doc(600) + " \udc80"
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": "by-dedup", "text": text}) + "\n", encoding="utf-8")
+    proc = run("dedup", str(src), "--workers", "1", dsn=pg_dsn, check=0)
+    assert summary_numbers(proc.stdout)["new"] == 1 and "skipped" not in proc.stderr
+    body = json.dumps({"text": text, "key": "by-api", "dedup": False}).encode()
+    with make_client(pg_dsn) as client:
+        got = client.post("/v1/documents", content=body,
+                          headers={"content-type": "application/json"})
+    assert got.status_code in (200, 201), got.text
+    stored = {key: fp for key, fp, _ in rows(pg_dsn)}
+    assert stored.keys() == {"by-dedup", "by-api"}
+    assert stored["by-dedup"] == stored["by-api"]
+    with SimhashStore(pg_dsn) as store:  # the text rule: U+FFFD, dropped
+        assert store.fingerprinter.fingerprint(text) == store.fingerprinter.fingerprint(doc(600))
 
 
 def test_dedup_strict_stops_at_a_bad_key(pg_dsn: str, tmp_path: Path) -> None:

@@ -135,7 +135,7 @@ def test_auto_uses_short_shingles_for_short_text() -> None:
 def test_scheme_round_trip(spec: str) -> None:
     s = get_scheme(spec)
     d = s.to_dict()
-    assert d["version"] == SCHEME_VERSION == 3 and d["name"] == s.name
+    assert d["version"] == SCHEME_VERSION == 4 and d["name"] == s.name
     assert Scheme.from_dict(d) == s
     assert get_scheme(s.to_json()) == s
     assert get_scheme(d) is not s and get_scheme(d) == s
@@ -146,7 +146,7 @@ def test_scheme_round_trip(spec: str) -> None:
 def test_scheme_dict_shapes() -> None:
     assert Scheme().to_dict() == {
         "name": "auto",
-        "version": 3,
+        "version": 4,
         "html": False,
         "visible": True,
         "t2s": True,
@@ -156,7 +156,7 @@ def test_scheme_dict_shapes() -> None:
     }
     assert get_scheme("zh-tfidf").to_dict() == {
         "name": "zh-tfidf",
-        "version": 3,
+        "version": 4,
         "html": False,
         "visible": True,
         "t2s": True,

@@ -70,7 +70,7 @@ def _by(scheme: dict[str, Any]) -> dict[str, str]:
 
 
 def _default_versions() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    v3 = Scheme().to_dict()
+    v3 = Scheme().to_dict() | {"version": 3}
     v2 = v3 | {"version": 2}
     v1 = {k: v for k, v in v2.items() if k != "visible"} | {"version": 1}
     return v1, v2, v3
@@ -78,8 +78,9 @@ def _default_versions() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
 
 def test_every_version_of_the_default_is_pinned() -> None:
     v1, v2, v3 = _default_versions()
-    assert v3["version"] == 3 and v3["visible"] is True
-    assert _by(v1) and _by(v2) and _by(v3)
+    v4 = Scheme().to_dict()
+    assert v4 == v3 | {"version": 4} and v3["visible"] is True
+    assert _by(v1) and _by(v2) and _by(v3) and _by(v4)
 
 
 def test_version_2_changes_only_texts_with_markup() -> None:
@@ -93,8 +94,8 @@ def test_version_2_changes_only_texts_with_markup() -> None:
     assert off == old
     changed = {name for name in TEXTS if new[name] != old[name]}
     assert changed == {name for name, t in TEXTS.items() if strip_markup(t) != t}
-    # mixed_code's Vec<T> and lt_text stay text
-    assert changed == {"html", "zh_markup", "en_escaped", "zh_escaped"}
+    # mixed_code's Vec<T> and lt_text stay text; en_ignorable holds &shy;&zwj;
+    assert changed == {"html", "zh_markup", "en_escaped", "zh_escaped", "en_ignorable"}
 
 
 def test_version_3_changes_only_texts_escaped_twice() -> None:
@@ -108,3 +109,20 @@ def test_version_3_changes_only_texts_escaped_twice() -> None:
     changed = {name for name in TEXTS if new[name] != old[name]}
     assert changed == {name for name, t in TEXTS.items() if fp.feature_text(t) != fp.normalize(t)}
     assert changed == {"en_escaped", "zh_escaped"}  # html's "&" and lt_text's "<" stay
+
+
+def test_version_4_changes_only_texts_with_default_ignorables() -> None:
+    # Version 4 drops the Default_Ignorable_Code_Points (issue 29): only texts
+    # holding one (or an entity of one) fingerprint differently from version 3,
+    # for every scheme name pinned under both.
+    from simhash_pg.text.normalize import IGNORABLE
+    from simhash_pg.text.visible import strip_markup
+
+    pinned_v4 = [c["scheme"] for c in CASES if c["scheme"]["version"] == 4]
+    assert len(pinned_v4) == len([c for c in CASES if c["scheme"]["version"] == 3])
+    for v4 in pinned_v4:
+        old, new = _by(v4 | {"version": 3}), _by(v4)
+        changed = {name for name in TEXTS if new[name] != old[name]}
+        assert changed == {name for name, t in TEXTS.items()
+                           if IGNORABLE.search(strip_markup(t)) or IGNORABLE.search(t)}
+        assert changed == {"en_ignorable", "zh_ignorable"}, v4

@@ -559,7 +559,7 @@ def test_a_new_store_fingerprints_the_visible_text(pg_dsn: str) -> None:
     marked = ('<p class="notice">The community pool&nbsp;will be <b>closed</b> for maintenance'
               " from Monday to Wednesday.</p>")
     with SimhashStore(pg_dsn) as s:
-        assert s.scheme.to_dict()["version"] == 3 and s.scheme.visible
+        assert s.scheme.to_dict()["version"] == 4 and s.scheme.visible
         a = s.add(marked, key="marked")
         assert [m.key for m in s.near(plain, k=0)] == ["marked"]
         assert s.add(plain, key="plain", dedup=True).duplicate_of == a.id

@@ -61,6 +61,7 @@ def command(
     """Print the 64-bit SimHash fingerprint of each text (no database needed)."""
     from simhash_pg.bits import blocks, hamming, to_signed
     from simhash_pg.cli.inputs import BadRecord, InputError, read_inputs
+    from simhash_pg.text.normalize import fix_surrogates
     from simhash_pg.text.simhash import Fingerprinter, NoFeaturesError
 
     try:
@@ -80,7 +81,8 @@ def command(
             if isinstance(rec, BadRecord):
                 problems.append((rec.where, rec.reason))
                 continue
-            keys.append(rec.key or rec.where)
+            # printed by the text rule (a lone surrogate becomes U+FFFD), as dedup writes
+            keys.append(fix_surrogates(rec.key or rec.where))
             docs.append(rec.text)
     except InputError as exc:
         raise click.UsageError(str(exc)) from exc

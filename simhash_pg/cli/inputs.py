@@ -16,9 +16,13 @@ Formats, chosen from the file name unless given:
 A trailing ``.gz`` is decompressed. A file that is not text at all (a NUL
 byte, or mostly lines that are not UTF-8, in its first buffer of bytes) or a
 CSV without the text column is an :class:`InputError`, raised before its first record.
-Otherwise bytes that are not UTF-8 make that record a :class:`BadRecord`, and
-so does a JSON escape that is not valid Unicode (a lone surrogate such as
-``"\\udc80"``, in any field); the rest of the file is still read.
+Otherwise bytes that are not UTF-8 make that record a :class:`BadRecord`;
+the rest of the file is still read. A JSON escape that is not valid Unicode
+(a lone surrogate such as ``"\\udc80"``) is no reason to skip a record here:
+what the store accepts is the store's rule, in one place
+(:mod:`simhash_pg.textrules` for a key, rule 2 of
+:mod:`simhash_pg.text.normalize` for a text), so ``dedup`` takes what the
+HTTP API takes.
 """
 
 from __future__ import annotations
@@ -35,7 +39,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from simhash_pg.text.normalize import strip_html
-from simhash_pg.textrules import field_problem
 
 FORMATS = ("jsonl", "csv", "tsv", "lines")
 DOC_SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm")
@@ -216,10 +219,6 @@ def _from_json(line: str, where: str, text_field: str,
         return BadRecord(where, f"malformed JSON at column {exc.colno}: {exc.msg}")
     if not isinstance(obj, dict):
         return BadRecord(where, f"expected a JSON object, got {type(obj).__name__}")
-    # Only a \u escape makes a lone surrogate: most lines skip the walk.
-    problem = field_problem(obj) if "\\u" in line else None
-    if problem is not None:
-        return BadRecord(where, problem)
     return _from_fields(obj, where, text_field, key_field)
 
 

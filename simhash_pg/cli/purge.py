@@ -20,6 +20,7 @@ import click
 from simhash_pg.cli.common import fail, open_store
 from simhash_pg.cli.options import dsn_option, json_flag
 from simhash_pg.cli.signals import StopSignals
+from simhash_pg.store.maintenance import DEFAULT_LOCK_WAIT, MaintenanceBlockedError
 from simhash_pg.store.retention import DEFAULT_PURGE_BATCH
 
 
@@ -52,10 +53,14 @@ def _age(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
 @click.option("--whole-partitions/--exact", "whole_partitions", default=None,
               help="Only drop whole partitions, or also delete the old rows of a partly old "
                    "one in batches [default: whole for weekly and monthly partitions].")
+@click.option("--lock-wait", type=click.FloatRange(min=0), default=DEFAULT_LOCK_WAIT,
+              show_default=True,
+              help="Seconds a partition drop keeps trying for its lock (in short waits that "
+                   "never hold writers up) before naming the session in its way.")
 @json_flag()
 @dsn_option()
 def command(older_than: timedelta, batch_size: int, max_seconds: float | None, dry_run: bool,
-            partition_interval: str | None, whole_partitions: bool | None,
+            partition_interval: str | None, whole_partitions: bool | None, lock_wait: float,
             as_json: bool, dsn: str | None) -> None:
     """Delete documents older than the retention window (e.g. --older-than 2d)."""
     from simhash_pg.store import retention
@@ -75,7 +80,7 @@ def command(older_than: timedelta, batch_size: int, max_seconds: float | None, d
             else:
                 res = retention.purge(store.connection, older_than,
                                       batch_size=batch_size, max_seconds=max_seconds,
-                                      whole_partitions=whole_partitions)
+                                      whole_partitions=whole_partitions, lock_wait=lock_wait)
                 out = {"cutoff": res.cutoff.isoformat(), "deleted": res.deleted,
                        "dropped_partitions": list(res.dropped),
                        "batches": res.batches, "seconds": round(res.seconds, 3)}
@@ -83,6 +88,8 @@ def command(older_than: timedelta, batch_size: int, max_seconds: float | None, d
             click.echo("simhash-pg: interrupted; the batches deleted so far stay deleted",
                        err=True)
             raise SystemExit(signals.exit_code) from None
+        except MaintenanceBlockedError as exc:
+            fail(f"purge stopped: {exc}", 3)
         except Exception as exc:
             if type(exc).__module__.startswith("psycopg"):
                 fail(f"purge stopped: {str(exc).strip()}", 3)

@@ -374,20 +374,24 @@ class SimhashStore:
         batch_size: int = DEFAULT_PURGE_BATCH,
         max_seconds: float | None = None,
         whole_partitions: bool | None = None,
+        lock_wait: float | None = None,
     ) -> PurgeResult:
         """Delete documents older than ``older_than`` (default: the store's retention).
 
         Batched, a commit per batch; see :func:`simhash_pg.store.retention.purge`
-        (weekly and monthly partitions are dropped whole, by default).
+        (weekly and monthly partitions are dropped whole, by default;
+        ``lock_wait``: seconds a partition step waits for sessions in its way).
         """
         from simhash_pg.store import retention
+        from simhash_pg.store.maintenance import DEFAULT_LOCK_WAIT
 
         window = older_than if older_than is not None else self.retention
         if window is None:
             raise ValueError("no retention window: pass older_than, or open the store "
                              "with retention=timedelta(...)")
         return retention.purge(self._conn, window, batch_size=batch_size,
-                               max_seconds=max_seconds, whole_partitions=whole_partitions)
+                               max_seconds=max_seconds, whole_partitions=whole_partitions,
+                               lock_wait=DEFAULT_LOCK_WAIT if lock_wait is None else lock_wait)
 
     def backfill_keys(self, *, batch_size: int = 5000) -> int:
         """Give rows stored before revision 0016 their min-hash keys; the rows changed.

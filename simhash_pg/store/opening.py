@@ -26,6 +26,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from simhash_pg.db import migrate
+from simhash_pg.store.maintenance import run_ddl
 from simhash_pg.store.results import (
     SchemaVersionError,
     SchemeMismatchError,
@@ -311,8 +312,11 @@ def _ensure_partitions(conn: psycopg.Connection[Any]) -> None:
     error, ignored here (``simhash-pg purge``, run by the owner, makes
     them too; rows of a missing day wait in the default partition).
     """
+    # one short try: an open must not queue writers behind a session holding the table
     with contextlib.suppress(psycopg.Error):
-        conn.execute("SELECT simhash_ensure_partitions(%s)", [DAYS_AHEAD]).fetchall()
+        run_ddl(conn, lambda: conn.execute("SELECT simhash_ensure_partitions(%s)",
+                                           [DAYS_AHEAD]).fetchall(),
+                what="make the next partitions", lock_wait=0)
 
 
 def _ensure_partition_interval(conn: psycopg.Connection[Any], dsn: str,

@@ -10,7 +10,8 @@ month), and a purge
    them ahead;
 2. drops every partition that lies wholly before the cutoff, and deletes the
    default partition's old rows (``simhash_drop_partitions``, one short
-   transaction): no dead rows, the space goes back to the system at once;
+   transaction per partition): no dead rows, the space goes back to the
+   system at once;
 3. deletes what is left before the cutoff (the rows of the one partition
    that is only partly old) in batches of ``batch_size`` rows with a commit
    after each: short transactions keep locks brief and let concurrent adds
@@ -23,6 +24,11 @@ go with their partition, a whole interval at a time, and a document is kept
 at least the retention window and less than the window plus one interval.
 On a plain table (before 0005) only step 3 runs.
 
+Steps 1 and 2 wait for their locks under a short ``lock_timeout``, tried
+again with backoff (:mod:`simhash_pg.store.maintenance`): a session that
+holds the table (an analyst's open transaction) delays the purge, never
+the writers queued behind its lock request.
+
 The cutoff is computed by the server (``now() - older_than``) so that client
 clock skew cannot purge too much; a ``datetime`` cutoff is taken as given.
 """
@@ -34,11 +40,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Literal
 
 import psycopg
 
 from simhash_pg.store import locking
+from simhash_pg.store.maintenance import DEFAULT_LOCK_WAIT, run_ddl
 from simhash_pg.store.planner_stats import forget_empty_stats
 
 __all__ = [
@@ -164,6 +172,18 @@ _COUNT_WHOLE = (
     " ELSE p.upper_bound <= %s END"
 )
 _INTERVAL = "SELECT simhash_partition_interval()"
+# simhash_drop_partitions's steps, one partition each (the oldest first), so
+# that no transaction holds the table's lock for more than one: the upper
+# bounds of the partitions before the cutoff, then the cutoff itself
+_DROP_STEPS = (
+    "SELECT upper_bound FROM simhash_partitions()"
+    " WHERE NOT is_default AND upper_bound < %s ORDER BY upper_bound"
+)
+
+
+def _drop_before(conn: Any, bound: datetime) -> list[tuple[str, str, Any]]:
+    rows: list[tuple[str, str, Any]] = conn.execute(_DROP, [bound]).fetchall()
+    return rows
 
 
 def whole_partitions_for(interval: str) -> bool:
@@ -227,6 +247,7 @@ def purge(
     progress: Callable[[int], None] | None = None,
     max_seconds: float | None = None,
     whole_partitions: bool | None = None,
+    lock_wait: float = DEFAULT_LOCK_WAIT,
 ) -> PurgeResult:
     """Delete documents created before ``now() - older_than`` (or before a datetime).
 
@@ -240,6 +261,9 @@ def purge(
     is gone: LEFT JOIN). ``whole_partitions``: only drop whole partitions
     (and the default partition's old rows), no batched DELETE of a partition
     partly old; None: so under weekly or monthly partitions, not daily ones.
+    ``lock_wait``: seconds each partition step keeps trying for their locks
+    before :class:`~simhash_pg.store.maintenance.MaintenanceBlockedError`
+    (what was dropped by then stays dropped).
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
@@ -255,8 +279,15 @@ def purge(
         whole_partitions = whole_partitions_by_default(conn, partitioned)
     if partitioned:
         try:
-            conn.execute("SELECT simhash_ensure_partitions(%s)", [DAYS_AHEAD]).fetchall()
-            steps = conn.execute(_DROP, [cutoff]).fetchall()
+            run_ddl(conn, lambda: conn.execute("SELECT simhash_ensure_partitions(%s)",
+                                               [DAYS_AHEAD]).fetchall(),
+                    what="make the next partitions", lock_wait=lock_wait)
+            bounds = [b for (b,) in conn.execute(_DROP_STEPS, [cutoff]).fetchall()]
+            steps = []
+            for bound in [*bounds, cutoff]:
+                steps += run_ddl(conn, partial(_drop_before, conn, bound),
+                                 what=f"drop the partitions before {bound:%Y-%m-%d %H:%M}",
+                                 lock_wait=lock_wait)
             forget_empty_stats(conn)
         except psycopg.errors.InsufficientPrivilege:
             # not the table's owner (a writer role): the batched DELETE below

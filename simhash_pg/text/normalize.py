@@ -4,6 +4,10 @@ The rules, in order (each one is part of the scheme's definition, so changing
 any of them needs a new scheme version):
 
 1. Input must be a ``str``; anything else is a :class:`TypeError`.
+   Optional (``ignorables=True``, scheme version 4 on): every Unicode
+   Default_Ignorable_Code_Point (:data:`IGNORABLE`, the Hangul fillers
+   among them) is removed, here, before markup and NFKC see the text, and
+   again after the markup step (an entity such as ``&shy;`` decodes to one).
 2. Lone surrogates (code points U+D800..U+DFFF that do not form a pair, e.g.
    from ``surrogateescape`` decoding) become U+FFFD, which no scheme treats as
    part of a word, so they are dropped. A *paired* surrogate written as two
@@ -33,7 +37,22 @@ from typing import Any
 
 from simhash_pg.text.visible import strip_markup, strip_markup_deep
 
-__all__ = ["ensure_str", "fix_surrogates", "normalize", "strip_html"]
+__all__ = ["IGNORABLE", "ensure_str", "fix_surrogates", "normalize", "strip_html"]
+
+# Unicode's Default_Ignorable_Code_Point set (DerivedCoreProperties.txt,
+# Unicode 14.0, the version of this Python's unicodedata; the same ranges as
+# Perl's \p{Default_Ignorable_Code_Point}): characters that render as nothing
+# unless a font has special support. Among them the variation selectors
+# (U+FE00-FE0F, U+E0100-E01EF), the combining grapheme joiner U+034F, the
+# Mongolian free variation selectors, Khmer U+17B4-17B5, and the Hangul
+# fillers U+115F, U+1160, U+3164, U+FFA0 (letters, Lo): inserted after each
+# letter they moved a fingerprint 31-36 bits (issue 29). No other character
+# becomes one under NFKC or casefold (tests/test_ignorable.py checks).
+IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]+"
+)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0/C1 control characters that \s does not already cover.
@@ -97,12 +116,21 @@ def _t2s(text: str) -> str:
     return str(_opencc.convert(text))
 
 
+def _drop_ignorable(text: str) -> str:
+    return text if text.isascii() else IGNORABLE.sub("", text)
+
+
 def normalize(
     text: str, *, html: bool = False, t2s: bool = False, visible: bool = False,
-    deep: bool = False,
+    deep: bool = False, ignorables: bool = False,
 ) -> str:
     """Normalise ``text`` by the rules in this module's docstring."""
-    text = fix_surrogates(ensure_str(text))
+    text = ensure_str(text)
+    if ignorables:
+        # first: one between two halves of a surrogate pair, inside a tag or an
+        # entity, or between a letter and its accent must change nothing
+        text = _drop_ignorable(text)
+    text = fix_surrogates(text)
     if "\x00" in text:
         # Early, because C libraries below (OpenCC, lexbor) may stop at a NUL.
         text = text.replace("\x00", " ")
@@ -110,6 +138,8 @@ def normalize(
         text = strip_html(text)
     elif visible:
         text = strip_markup_deep(text) if deep else strip_markup(text)
+    if ignorables and (html or visible):
+        text = _drop_ignorable(text)  # entities such as &shy; decode to them
     text = unicodedata.normalize("NFKC", text).casefold()
     if t2s and _has_han(text):
         text = _t2s(text)

@@ -5,7 +5,7 @@ scheme with its fingerprints (as :meth:`Scheme.to_json`) and refuses to mix.
 
 A scheme serialises to a small dict such as::
 
-    {"name": "auto", "version": 3, "html": false, "visible": true, "t2s": true,
+    {"name": "auto", "version": 4, "html": false, "visible": true, "t2s": true,
      "n": 5, "short": 50, "short_n": 2}
 
 Only the keys that matter for ``name`` are present, all of them explicit, so a
@@ -24,7 +24,7 @@ Versions:
    markup fingerprints exactly as under version 1, and version 2 with
    ``visible=false`` equals version 1 for every text. Stores keep the
    version they were made with.
-3. (new stores) the same dict keys as version 2. With ``visible``, the
+3. the same dict keys as version 2. With ``visible``, the
    *features* also look through markup escaped more than once
    (``&lt;p&gt;``, ``&amp;nbsp;``: :func:`simhash_pg.text.visible.strip_markup_deep`,
    :meth:`simhash_pg.text.simhash.Fingerprinter.feature_text`);
@@ -37,6 +37,15 @@ Versions:
    paragraph, which moved its fingerprint beyond the probes' reach of pairs
    the rule calls duplicates (recall 0.68-0.85 on such copies, the weakest
    kind measured; docs/quality.md, "Escaped twice").
+4. (new stores) the same dict keys as version 3. Normalisation also
+   removes every Unicode Default_Ignorable_Code_Point, the Hangul fillers
+   among them (``ignorables``, :data:`simhash_pg.text.normalize.IGNORABLE`),
+   from the features, the verification text and the sentence signature
+   alike. A text without one fingerprints exactly as under version 3. Why:
+   U+FE0F, U+034F or a Hangul filler after each letter renders as the same
+   text but moved its fingerprint 31-36 bits, so a copy slipped past the
+   store (issue 29); the zero-width format characters were already dropped
+   by the letters-digits-marks class, these are marks and letters.
 
 Why ``auto`` is what it is (``../shared/eval``, ROC AUC of -distance over the
 6,890 labelled document pairs, mean of 5 hash seeds; lab.evaluation):
@@ -74,8 +83,8 @@ __all__ = [
 ]
 
 SCHEME_NAMES = ("auto", "zh-tfidf", "words", "chars")
-SCHEME_VERSION = 3
-SUPPORTED_VERSIONS = frozenset({1, 2, 3})
+SCHEME_VERSION = 4
+SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4})
 # Parameters that exist only from a version on (older dicts never carry them).
 _SINCE = {"visible": 2}
 
@@ -203,6 +212,11 @@ class Scheme:
         for f in fields(self):
             if f.name not in ("name", "version", "visible") and f.name not in used:
                 object.__setattr__(self, f.name, f.default)
+
+    @property
+    def ignorables(self) -> bool:
+        """Whether normalisation drops the default-ignorable code points (version 4 on)."""
+        return self.version >= 4
 
     def to_dict(self) -> dict[str, Any]:
         """The scheme as a small JSON-able dict; see the module docstring."""

@@ -199,10 +199,11 @@ def split_sentences(norm: str) -> list[str]:
 
 def longest_sentences(
     text: str, n: int = DEFAULT_SENTENCES, *, html: bool = False, t2s: bool = True,
-    visible: bool = True,
+    visible: bool = True, ignorables: bool = True,
 ) -> list[str]:
     """The ``n`` longest sentences of ``text`` as verification text, sorted."""
-    return _longest(normalize(text, html=html, t2s=t2s, visible=visible and not html), n)
+    return _longest(normalize(text, html=html, t2s=t2s, visible=visible and not html,
+                              ignorables=ignorables), n)
 
 
 def _longest(norm: str, n: int) -> list[str]:
@@ -234,10 +235,11 @@ def _hash(chosen: list[str]) -> int | None:
 
 def sentence_signature(
     text: str, n: int = DEFAULT_SENTENCES, *, html: bool = False, t2s: bool = True,
-    visible: bool = True,
+    visible: bool = True, ignorables: bool = True,
 ) -> int | None:
     """Unsigned 64-bit hash of the ``n`` longest sentences, or None (too little text)."""
-    return _hash(longest_sentences(text, n, html=html, t2s=t2s, visible=visible))
+    return _hash(longest_sentences(text, n, html=html, t2s=t2s, visible=visible,
+                                   ignorables=ignorables))
 
 
 def sentence_signature_normalized(norm: str, n: int = DEFAULT_SENTENCES) -> int | None:
@@ -248,10 +250,11 @@ def sentence_signature_normalized(norm: str, n: int = DEFAULT_SENTENCES) -> int 
 
 def sentence_signature_signed(
     text: str, n: int = DEFAULT_SENTENCES, *, html: bool = False, t2s: bool = True,
-    visible: bool = True,
+    visible: bool = True, ignorables: bool = True,
 ) -> int | None:
     """:func:`sentence_signature` as the signed ``bigint`` a PostgreSQL column holds."""
-    sig = sentence_signature(text, n, html=html, t2s=t2s, visible=visible)
+    sig = sentence_signature(text, n, html=html, t2s=t2s, visible=visible,
+                             ignorables=ignorables)
     return None if sig is None else to_signed(sig)
 
 

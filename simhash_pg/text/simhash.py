@@ -159,7 +159,8 @@ class Fingerprinter:
 
     def normalize(self, text: str) -> str:
         s = self.scheme
-        return normalize(text, html=s.html, t2s=s.t2s, visible=bool(s.visible))
+        return normalize(text, html=s.html, t2s=s.t2s, visible=bool(s.visible),
+                         ignorables=s.ignorables)
 
     def feature_text(self, text: str, norm: str | None = None) -> str:
         """The normalised text the features of ``text`` are taken from.
@@ -173,7 +174,7 @@ class Fingerprinter:
             norm = self.normalize(text)
         s = self.scheme
         if s.version >= 3 and s.visible and ("&" in norm or "<" in norm):
-            return normalize(text, t2s=s.t2s, visible=True, deep=True)
+            return normalize(text, t2s=s.t2s, visible=True, deep=True, ignorables=s.ignorables)
         return norm
 
     def concrete_scheme(self, text: str) -> Scheme:

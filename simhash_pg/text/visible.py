@@ -130,8 +130,8 @@ def strip_markup_deep(text: str) -> str:
     return out
 
 
-def normalize_visible(text: str, *, t2s: bool = True) -> str:
+def normalize_visible(text: str, *, t2s: bool = True, ignorables: bool = True) -> str:
     """:func:`simhash_pg.text.normalize.normalize` of the visible text (:func:`strip_markup`)."""
     from simhash_pg.text.normalize import normalize
 
-    return normalize(text, visible=True, t2s=t2s)
+    return normalize(text, visible=True, t2s=t2s, ignorables=ignorables)

@@ -57,16 +57,18 @@ LONG_NGRAM = 3
 
 
 def verification_text(
-    text: str, *, html: bool = False, t2s: bool = True, visible: bool = True
+    text: str, *, html: bool = False, t2s: bool = True, visible: bool = True,
+    ignorables: bool = True,
 ) -> str:
     """The text verification compares: normalised, letters, digits and marks only.
 
-    ``html``, ``t2s`` and ``visible`` should match the store's fingerprint
-    scheme (the defaults are the default scheme's; ``visible`` is ignored
-    with ``html``). This is what a store keeps per document when
-    verification is on.
+    ``html``, ``t2s``, ``visible`` and ``ignorables`` should match the
+    store's fingerprint scheme (the defaults are the default scheme's;
+    ``visible`` is ignored with ``html``). This is what a store keeps per
+    document when verification is on.
     """
-    return alnum_only(normalize(text, html=html, t2s=t2s, visible=visible and not html))
+    return alnum_only(normalize(text, html=html, t2s=t2s, visible=visible and not html,
+                                ignorables=ignorables))
 
 
 def is_short(norm: str) -> bool:
