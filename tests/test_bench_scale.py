@@ -7,6 +7,7 @@ from click.testing import CliRunner
 
 from lab.bench.rows import profile
 from simhash_pg.cli.main import cli
+from simhash_pg.db import migrate
 from simhash_pg.text.signatures import SHARED_SENTENCE_CAP
 
 N = 4000
@@ -22,6 +23,13 @@ def test_bench_scale_fills_text_rows_and_measures_each_mode(pg_dsn: str) -> None
     table = res.output.split("-" * 20)[-1]
     assert [line.split()[0] for line in table.splitlines()[1:4]] == ["off", "short", "all"]
     assert "all/short: near p50 " in res.output and "plan shape" in res.output
+    # the same store measured again, after an upgrade (none to do here): no fill
+    again = CliRunner().invoke(cli, [
+        "bench", "scale", "--again", "--texts", "20", "--queries", "10", "--seconds", "1",
+        "--rounds", "1", "--clients", "1", "--bulk", "10", "--dsn", pg_dsn])
+    assert again.exit_code == 0, again.output
+    assert f"--again: schema {migrate.HEAD} -> {migrate.HEAD}" in again.output
+    assert "fill:" not in again.output and "all/short: near p50 " in again.output
     counts = set(profile("news", 400, 1).counts.tolist())
     with psycopg.connect(pg_dsn) as conn:
         # every synthetic row carries the keys the product stores for such a text, sorted

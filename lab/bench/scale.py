@@ -152,23 +152,34 @@ def _sizes_list(ctx: click.Context, param: click.Parameter,
               help="Fill the key table after each segment's COPY by one INSERT and an index "
               "build (as the upgrade to 0017 does) instead of row by row by its trigger: the "
               "same store, several times faster; the fill rate then measures no write path.")
+@click.option("--again", is_flag=True,
+              help="Measure the store an earlier run left (--dsn) again, after upgrading its "
+              "schema to this version's (timed): no fill. Give the earlier run's --corpus, "
+              "--texts and --seed: its queries are asked again. Two revisions side by side "
+              "on one big store.")
 @click.option("--seed", type=int, default=1, show_default=True)
 @scratch_options
 @click.pass_context
 def command(ctx: click.Context, n: int, at: tuple[int, ...] | None, kind: str,
             text_chars: int, boilerplate: float, texts: int, corpus: tuple[str, ...],
             queries: int, clients: int, seconds: float, rounds: int, bulk: int,
-            keys_in_bulk: bool, seed: int, dsn: str | None, home: str | None,
+            keys_in_bulk: bool, again: bool, seed: int, dsn: str | None, home: str | None,
             keep: bool) -> None:
     """Text near() p50/p99, verified adds/s under off, short and all, and bulk adds/s, in a
     store of text-shaped rows (at several sizes with --at)."""
     if at and ctx.get_parameter_source("n") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--n and --at: give one (--at's last size is the store's)")
+    if again and dsn is None:
+        raise click.UsageError("--again measures an earlier run's store: give its --dsn")
     if corpus:  # module state of bench text, set before its add clients are forked
         real = bench_text.read_corpus(corpus, seed)
         bench_text._STORED[:], bench_text._HELD[:] = real[:texts], real[texts:]
     try:
         with scratch_dsn(dsn, home=home, keep=keep) as url:
+            if again:
+                _again(url, kind, texts, queries, clients, seconds, rounds, bulk, text_chars,
+                       seed)
+                return
             _run(url, at or (n,), kind, text_chars, boilerplate, texts, queries, clients,
                  seconds, rounds, bulk, seed, keys_in_bulk)
     finally:
@@ -233,6 +244,35 @@ def _run(dsn: str, points: tuple[int, ...], kind: str, text_chars: int, boilerpl
                          _bulk(dsn, kind, bulk, text_chars, s + 5_003)))
     if len(got) > 1:
         _growth(got, kind, bulk)
+
+
+def _again(dsn: str, kind: str, texts: int, queries: int, clients: int, seconds: float,
+           rounds: int, bulk: int, text_chars: int, seed: int) -> None:
+    """The measurements of :func:`_run` on the store it left, upgraded first (timed)."""
+    from simhash_pg.db import migrate
+
+    echo = click.echo
+    was = migrate.current(dsn)
+    clock = time.perf_counter()
+    migrate.upgrade(dsn)
+    echo(f"simhash-pg bench scale --again: schema {was} -> {migrate.HEAD} in "
+         f"{time.perf_counter() - clock:.1f} s; {queries} queries per mode, {clients} clients "
+         f"x {seconds:g} s per mode in {rounds} turns, {bulk:,} bulk adds, seed={seed}")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
+        echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores, load average "
+             f"{os.getloadavg()[0]:.1f}")
+        conn.execute("VACUUM (ANALYZE) simhash_documents, simhash_text_keys")
+        _sizes(conn)
+    fams, _ = bench_text.texts_to_store(seed, texts)
+    qs = bench_text.make_queries(seed, fams, queries)
+    lat, found = bench_text.near_side_by_side(dsn, qs)
+    plan_shapes(dsn, qs)
+    figures = bench_text.adds(dsn, clients, seconds, seed + 20_011, rounds)
+    bench_text.print_table(lat, found, len(qs), figures)
+    echo(f"all/short: near p50 {pct(lat['all'], 50) / pct(lat['short'], 50):.2f}x, "
+         f"adds/s {figures['all']['adds_s'] / figures['short']['adds_s']:.2f}x")
+    _bulk(dsn, kind, bulk, text_chars, seed + 20_011 + 5_003)
 
 
 def _fill(dsn: str, p: Profile, lo: int, hi: int, total: int, days: Days, boilerplate: float,
