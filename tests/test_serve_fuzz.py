@@ -9,19 +9,15 @@ as an exception here: the TestClient re-raises server errors.
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _serving import BASE_URL, TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simhash_pg.serve import Settings, create_app
-
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    from fastapi.testclient import TestClient
 
 ENDPOINTS = [("POST", "/v1/documents"), ("POST", "/v1/documents/batch"), ("POST", "/v1/near"),
              ("POST", "/v1/near/batch"), ("POST", "/v1/fingerprint")]
@@ -44,7 +40,8 @@ bodies = (shaped | json_values
 def client(pg_dsn: str) -> Iterator[TestClient]:
     """One app for all of a test's examples (hence the health check suppressed below)."""
     with TestClient(create_app(Settings(dsn=pg_dsn, pool_min=1, pool_max=2,
-                                        max_body_bytes=64 * 1024))) as c:
+                                        max_body_bytes=64 * 1024)),
+                    base_url=BASE_URL) as c:
         yield c
 
 
