@@ -83,12 +83,14 @@ def test_the_token_file_is_the_servers_token(pg_dsn: str, tmp_path: Path) -> Non
 def test_a_chunked_body_over_the_limit_closes_the_connection(pg_dsn: str) -> None:
     with served(pg_dsn, "--max-body", "1024") as server:
         port = int(server.url.rsplit(":", 1)[1])
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-            chunk = b'{"text": "' + b"word " * 100
+        # under uvicorn's keep-alive timeout (5 s), after which it closes any idle connection
+        with socket.create_connection(("127.0.0.1", port), timeout=3) as s:
+            chunk = b"word " * 100
+            # 2,500 bytes in 5 chunks, then the last chunk: a whole request, which
+            # uvicorn would discard the rest of and keep the connection for the next
             s.sendall(b"POST /v1/near HTTP/1.1\r\nHost: localhost\r\n"
-                      b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
-            for _ in range(5):  # 2,500 bytes, and no last chunk: the client goes on
-                s.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                      b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      + b"%x\r\n%s\r\n" % (len(chunk), chunk) * 5 + b"0\r\n\r\n")
             answer = b""
             while True:  # read to the end: the server closes, or the timeout fails it
                 try:
