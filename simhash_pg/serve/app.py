@@ -6,7 +6,8 @@ drained the requests in flight. Around every request: the Host and
 Authorization checks (guards.py), the body limit (limits.BodyLimit), the
 metrics. ``/healthz`` needs no token, ever (probes); ``/metrics``,
 ``/openapi.json``, ``/docs`` and ``/redoc`` are reads: with
-``--token-for-reads`` they need the token too. Every error is JSON ``{"error", "detail"}``
+``--token-for-reads`` they need the token too. Every error is JSON
+``{"error", "detail"}`` (but a foreign Host's 400: Starlette's plain text)
 with a 4xx, or a 503 when the database is busy or away: a client's request
 never gets a 500 (errors.py maps the store's exceptions).
 
