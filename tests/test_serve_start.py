@@ -67,17 +67,24 @@ def test_a_token_file_must_be_the_users_own_and_private(pg_dsn: str, tmp_path: P
     assert done.returncode == 2 and "--token-file" in done.stderr, done.stderr
 
 
-def test_the_token_file_is_the_servers_token(pg_dsn: str, tmp_path: Path) -> None:
+def test_a_served_token_file_and_host_names(pg_dsn: str, tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("s3cret\n")
     token.chmod(0o600)
-    with served(pg_dsn, "--token-file", str(token)) as server:
+    auth = {"Authorization": "Bearer s3cret"}
+    with served(pg_dsn, "--token-file", str(token), "--allowed-host", "store.example") as server:
         add = {"text": TEXT}
         r = httpx.post(server.url + "/v1/documents", json=add)
         assert r.status_code == 401
-        r = httpx.post(server.url + "/v1/documents", json=add,
-                       headers={"Authorization": "Bearer s3cret"})
+        r = httpx.post(server.url + "/v1/documents", json=add, headers=auth)
         assert r.status_code == 200 and r.json()["status"] == "inserted", r.text
+        port = server.url.rsplit(":", 1)[1]
+        rebound = f"rebind.attacker.example:{port}"  # a page whose name now points here
+        r = httpx.delete(server.url + f"/v1/documents/{r.json()['id']}",
+                         headers={**auth, "Host": rebound, "Origin": f"http://{rebound}"})
+        assert r.status_code == 400, r.text
+        r = httpx.get(server.url + "/v1/stats", headers={"Host": f"store.example:{port}"})
+        assert r.status_code == 200 and r.json()["rows"] == 1
 
 
 def test_a_chunked_body_over_the_limit_closes_the_connection(pg_dsn: str) -> None:
