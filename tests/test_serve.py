@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from _serving import TestClient, make_client
+from _serving import BASE_URL, TestClient, make_client
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from simhash_pg.data import iter_sample
@@ -369,7 +369,7 @@ def test_another_router_gets_a_store_per_request(pg_dsn: str) -> None:
 
     app = create_app(Settings(dsn=pg_dsn, pool_min=1, pool_max=1))
     app.include_router(router)
-    with TestClient(app) as client:
+    with TestClient(app, base_url=BASE_URL) as client:
         first, second = client.get("/extra").json(), client.get("/extra").json()
         assert first == second == {"rows": 0, "pid": first["pid"]}  # one pooled connection
         assert seen[0] is not seen[1] and not seen[0].closed  # a store each; the pool's conn

@@ -376,6 +376,7 @@ BAD_CALLS: list[tuple[Any, type[Exception], str]] = [
     (lambda s: s.near(1, k=65), ValueError, "k must be between 0 and 64"),
     (lambda s: s.near(2**64), ValueError, "out of range"),
     (lambda s: s.near(1, limit=0), ValueError, "limit"),
+    (lambda s: s.near(1, limit=2**63), ValueError, "limit"),  # not "bigint out of range"
     (lambda s: s.near_many([1, -5]), ValueError, "out of range"),
     (lambda s: s.add_many([1], k=99), ValueError, "k must be between"),
     (lambda s: s.get("a\x00"), ValueError, "NUL"),

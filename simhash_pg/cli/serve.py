@@ -4,8 +4,9 @@
 
 The database is opened here once, before any worker starts, so a wrong DSN
 or an outdated schema is a usage error (exit 2) with the usual message; the
-schema rule is ``simhash-pg add``'s (cli/common.open_store). The workers
-get the settings through the environment (serve/settings.py).
+schema rule is ``simhash-pg add``'s (cli/common.open_store), and so is too
+many connections for the server (serve/capacity.py). The workers get the
+settings through the environment (serve/settings.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 import click
 
 from simhash_pg.cli.options import K_RANGE, dsn_option, verify_option
-from simhash_pg.serve.settings import TOKEN_ENV
+from simhash_pg.serve.settings import LOOPBACK_HOSTS, TOKEN_ENV
 
 # One worker process per core: fingerprinting is CPU-bound under the GIL,
 # and the rest of a request waits on PostgreSQL (docs/cli.md).
@@ -32,18 +33,58 @@ def _loopback(host: str) -> bool:
         return False
 
 
+def _token(token: str | None, token_file: str | None, no_token: bool) -> str | None:
+    """The token from --token, $SIMHASH_PG_TOKEN or --token-file (one of them), checked."""
+    from simhash_pg.serve.settings import check_token, read_token_file
+
+    given = [name for name, v in (("--token/$" + TOKEN_ENV, token), ("--token-file", token_file),
+                                  ("--no-token", no_token)) if v]
+    if len(given) > 1:
+        raise click.UsageError(f"give one of {' and '.join(given)}")
+    if token_file is not None:
+        try:
+            return read_token_file(token_file)
+        except (OSError, ValueError) as exc:
+            raise click.UsageError(f"--token-file: {exc}") from None
+    try:
+        check_token(token)
+    except ValueError as exc:
+        raise click.UsageError(f"--token: {exc}") from None
+    return token
+
+
+def _hosts(host: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """The Host names to answer: loopback's, the address bound (unless a wildcard, which no
+    client sends), and --allowed-host's."""
+    bound = () if host in ("0.0.0.0", "::", "") else (host,)
+    return tuple(dict.fromkeys((*LOOPBACK_HOSTS, *bound, *allowed)))
+
+
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on. Anything but loopback exposes the store: "
-                   "give it a --token.")
+              help="Address to listen on. Anything but loopback exposes the store: it "
+                   "needs a token (or --no-token).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @dsn_option()
 @click.option("--workers", type=click.IntRange(1, 256), default=DEFAULT_WORKERS,
               show_default=True, help="Worker processes: one per core.")
 @click.option("--token", envvar=TOKEN_ENV, show_envvar=True, default=None,
               help="Bearer token that writes need (and reads, with --token-for-reads). "
-                   "Prefer the environment variable: a command line is visible to others.")
-@click.option("--token-for-reads", is_flag=True, help="Reads need the token too.")
+                   "Visible to every local user in ps when given here: prefer --token-file "
+                   "or the environment variable.")
+@click.option("--token-file", type=click.Path(dir_okay=False), default=None,
+              help="Read the token from this file (its first line); it must be the "
+                   "user's own, mode 600 or stricter.")
+@click.option("--no-token", is_flag=True,
+              help="Serve without a token on a non-loopback --host: anyone who reaches it "
+                   "can add and remove documents.")
+@click.option("--token-for-reads", is_flag=True,
+              help="Reads need the token too (/metrics and /openapi.json included; "
+                   "/healthz never does).")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="Also answer requests whose Host header names NAME (repeatable; "
+                   "*.example.com for subdomains, * for any). Default: localhost, "
+                   "127.0.0.1, ::1 and --host; others get 400 (DNS rebinding).")
 @click.option("--max-body", "max_body", type=click.IntRange(1024), default=8 * 1024 * 1024,
               show_default=True, help="Largest request body, in bytes (larger: 413).")
 @click.option("--pool-size", type=click.IntRange(1, 1000), default=16, show_default=True,
@@ -65,31 +106,40 @@ def _loopback(host: str) -> bool:
 @click.option("--access-log/--no-access-log", default=False, show_default=True,
               help="Log every request (uvicorn's access log, at --log-level info).")
 def command(host: str, port: int, dsn: str | None, workers: int, token: str | None,
-            token_for_reads: bool, max_body: int, pool_size: int, k: int, verify: str | None,
-            on_duplicate: str, graceful_timeout: int, log_level: str, access_log: bool) -> None:
-    """Serve the store over HTTP: the /v1 API, /healthz, /metrics and /openapi.json."""
+            token_file: str | None, no_token: bool, token_for_reads: bool,
+            allowed_hosts: tuple[str, ...], max_body: int, pool_size: int, k: int,
+            verify: str | None, on_duplicate: str, graceful_timeout: int, log_level: str,
+            access_log: bool) -> None:
+    """Serve the store over HTTP: the /v1 API, the web page, /healthz, /metrics and
+    /openapi.json."""
     import uvicorn
 
     from simhash_pg.cli.common import fail, open_store
-    from simhash_pg.serve.settings import Settings, check_token
+    from simhash_pg.serve.capacity import check_room, room
+    from simhash_pg.serve.settings import Settings
 
-    try:
-        check_token(token or None)  # before a server is started or a store opened
-    except ValueError as exc:
-        raise click.UsageError(f"--token: {exc}") from None
+    # all before a server is started or a store opened
+    token = _token(token or None, token_file, no_token)
     if token_for_reads and not token:
         raise click.UsageError(f"--token-for-reads needs --token (or ${TOKEN_ENV})")
-    if not _loopback(host) and not token:
-        click.echo(f"simhash-pg: warning: listening on {host} without a token: anyone who "
-                   "reaches it can add and remove documents", err=True)
+    if not _loopback(host) and not token and not no_token:
+        raise click.UsageError(
+            f"--host {host} is not loopback: anyone who reaches it could add and remove "
+            f"documents. Give a token (--token-file, ${TOKEN_ENV}) or, to serve it open "
+            "anyway, --no-token")
     # the handshake once, here: the workers then only check the schema
     with open_store(dsn, None, k, verify) as store:
         resolved = store.dsn
+        try:
+            check_room(room(store.connection), workers, pool_size)
+        except ValueError as exc:
+            fail(str(exc))
     try:
-        settings = Settings(dsn=resolved, token=token or None, token_for_reads=token_for_reads,
+        settings = Settings(dsn=resolved, token=token, token_for_reads=token_for_reads,
                             max_body_bytes=max_body, pool_min=min(2, pool_size),
                             pool_max=pool_size, k=k, verify=verify,  # type: ignore[arg-type]
-                            on_duplicate=on_duplicate)  # type: ignore[arg-type]
+                            on_duplicate=on_duplicate,  # type: ignore[arg-type]
+                            allowed_hosts=_hosts(host, allowed_hosts))
     except ValueError as exc:
         fail(str(exc))
     os.environ.update(settings.to_env())

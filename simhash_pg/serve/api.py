@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 
 from simhash_pg.bits import blocks, to_signed
-from simhash_pg.serve.deps import require_read, require_write, with_store
+from simhash_pg.serve.deps import Authenticated, require_read, require_write, with_store
 from simhash_pg.serve.models import (
     AddIn,
     AddOut,
@@ -37,6 +37,7 @@ from simhash_pg.serve.models import (
     hex64,
 )
 from simhash_pg.store import AddResult, Doc, Match, SimhashStore
+from simhash_pg.store.checks import MAX_BIGINT
 
 __all__ = ["router"]
 
@@ -127,7 +128,7 @@ async def get_document(key: str, request: Request) -> DocumentOut:
 
 @router.delete("/documents/{doc_id}", dependencies=writes,
                summary="Remove the document with this id", responses={404: {"model": Error}})
-async def remove_document(doc_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
+async def remove_document(doc_id: Annotated[int, Path(ge=1, le=MAX_BIGINT)],
                           request: Request) -> dict[str, Any]:
     if not await with_store(request, lambda store: store.remove(doc_id)):
         raise HTTPException(404, f"no stored document has the id {doc_id}")
@@ -145,8 +146,17 @@ def fingerprint(body: FingerprintIn, request: Request) -> FingerprintOut:
 
 
 @router.get("/stats", dependencies=reads, summary="The store's rows, sizes and scheme")
-async def stats(request: Request) -> dict[str, Any]:
-    return await with_store(request, lambda store: store.stats())
+async def stats(request: Request, authenticated: Authenticated) -> dict[str, Any]:
+    return await with_store(request, lambda store: read_stats(store, authenticated))
+
+
+def read_stats(store: SimhashStore, authenticated: bool) -> dict[str, Any]:
+    """``store.stats()``, where the database is (a socket path, a host) only for a request
+    that bears the token: it tells others where to knock."""
+    out = store.stats()
+    if not authenticated:
+        out.pop("database", None)
+    return out
 
 
 # One page of groups, by the id of the document the others were linked to
@@ -172,7 +182,7 @@ ORDER BY h.head
 @router.get("/groups", dependencies=reads, response_model=GroupsOut,
             summary="Duplicate groups: stored documents and the duplicates linked to them")
 async def groups(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-                 after: Annotated[int, Query(ge=0)] = 0) -> GroupsOut:
+                 after: Annotated[int, Query(ge=0, le=MAX_BIGINT)] = 0) -> GroupsOut:
     return await with_store(request, lambda store: read_groups(store, limit=limit, after=after))
 
 

@@ -2,8 +2,12 @@
 
 Per process: the lifespan shakes hands with the database and opens the
 pool (deps.ServeState) and closes the pool on shutdown, after uvicorn has
-drained the requests in flight. Around every request: the body limit
-(limits.BodyLimit), the metrics. Every error is JSON ``{"error", "detail"}``
+drained the requests in flight. Around every request: the Host and
+Authorization checks (guards.py), the body limit (limits.BodyLimit), the
+metrics. ``/healthz`` needs no token, ever (probes); ``/metrics``,
+``/openapi.json``, ``/docs`` and ``/redoc`` are reads: with
+``--token-for-reads`` they need the token too. Every error is JSON
+``{"error", "detail"}`` (but a foreign Host's 400: Starlette's plain text)
 with a 4xx, or a 503 when the database is busy or away: a client's request
 never gets a 500 (errors.py maps the store's exceptions).
 
@@ -19,14 +23,17 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import Response
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from simhash_pg.serve import api, errors, web
-from simhash_pg.serve.deps import ServeState, get_state
+from simhash_pg.serve.deps import ServeState, get_state, require_read
 from simhash_pg.serve.fast import FastPath
+from simhash_pg.serve.guards import OneAuthorization, host_patterns
 from simhash_pg.serve.limits import BodyLimit
 from simhash_pg.serve.metrics import CONTENT_TYPE, Metrics
 from simhash_pg.serve.settings import Settings
@@ -55,6 +62,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="A near-duplicate text store over HTTP: add texts, find their near-duplicates.",
         version=_version(),
         lifespan=lifespan,
+        # served below as reads, so that --token-for-reads covers them too
+        openapi_url=None, docs_url=None, redoc_url=None,
     )
     app.state.settings = settings
     app.state.metrics = metrics
@@ -68,17 +77,41 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             conn.execute("SELECT 1")
         return {"status": "ok"}
 
+    reads = [Depends(require_read)]
+
     @app.get("/metrics", summary="Prometheus metrics of this worker process", tags=["ops"],
-             response_class=Response)
+             response_class=Response, dependencies=reads)
     def metrics_endpoint() -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
-    # added innermost first: the metrics see every answer, the 413s included;
-    # the fast path (serve/fast.py) sees only bodies within the limit
+    _docs(app, reads)
+    # added innermost first: the metrics see every answer, the 413s and 400s
+    # included; the fast path (serve/fast.py) sees only bodies within the
+    # limit, from a host of this server, with one Authorization header at most
     app.add_middleware(FastPath)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(OneAuthorization)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=host_patterns(settings.allowed_hosts),
+                       www_redirect=False)
     app.add_middleware(_Timing, metrics=metrics)
     return app
+
+
+def _docs(app: FastAPI, reads: list[Any]) -> None:
+    """FastAPI's schema and its two doc pages, as reads (a browser's plain GET of a doc page
+    cannot send the token: with --token-for-reads, fetch the schema with it instead)."""
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=reads)
+    def openapi() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False, dependencies=reads)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{app.title} - docs")
+
+    @app.get("/redoc", include_in_schema=False, dependencies=reads)
+    def redoc() -> HTMLResponse:
+        return get_redoc_html(openapi_url="/openapi.json", title=f"{app.title} - ReDoc")
 
 
 def app_from_env() -> FastAPI:

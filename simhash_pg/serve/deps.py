@@ -32,8 +32,8 @@ from simhash_pg.store import SimhashStore, opening
 
 T = TypeVar("T")
 
-__all__ = ["ServeState", "Store", "get_state", "get_store", "require_read", "require_write",
-           "token_accepts", "with_store"]
+__all__ = ["Authenticated", "ServeState", "Store", "get_state", "get_store", "require_read",
+           "require_write", "token_accepts", "with_store"]
 
 
 @dataclass
@@ -174,3 +174,13 @@ async def require_read(request: Request,
                  creds: Credentials) -> None:
     """Reads need the token only if the server says so (``--token-for-reads``)."""
     _check_token(request, creds, write=False)
+
+
+async def _authenticated(request: Request, creds: Credentials) -> bool:
+    settings = get_state(request).settings
+    given = creds.credentials.encode() if creds is not None else None
+    return settings.token is not None and token_accepts(settings, given, write=True)
+
+
+# whether the request bears the server's token (False when it has none)
+Authenticated = Annotated[bool, Depends(_authenticated)]

@@ -1,9 +1,12 @@
 """Every error as JSON ``{"error": code, "detail": message}``, and never a 500 for bad input.
 
 The store raises TypeError or ValueError naming the problem (a key too
-long, a text without features, k out of range): 422. A busy or absent
-database (a lock wait over the timeout, no pooled connection free, the
-server down): 503 with Retry-After, as the request may succeed later.
+long, a text without features, k out of range): 422. So does a data error
+(psycopg's DataError family: a number out of range, a NUL byte, a character
+the encoding lacks) that got past the checks: it comes from the input, and
+the same request would fail again, so it has no Retry-After. A busy or
+absent database (a lock wait over the timeout, no pooled connection free,
+the server down): 503 with Retry-After, as the request may succeed later.
 """
 
 from __future__ import annotations
@@ -62,6 +65,11 @@ async def _invalid(request: Request, exc: Exception) -> JSONResponse:
     return error_response(422, error, str(exc))
 
 
+async def _bad_data(request: Request, exc: Exception) -> JSONResponse:
+    return error_response(422, "invalid_input",
+                          f"the database refused the request's data: {_first_line(exc)}")
+
+
 async def _busy(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, LockTimeoutError):
         error, detail = "lock_timeout", str(exc)
@@ -79,3 +87,5 @@ def install(app: FastAPI) -> None:
         app.add_exception_handler(invalid, _invalid)
     for busy in (LockTimeoutError, PoolTimeout, StoreConnectionError, psycopg.Error):
         app.add_exception_handler(busy, _busy)
+    # a subclass of psycopg.Error: handlers are found along the exception's MRO
+    app.add_exception_handler(psycopg.DataError, _bad_data)

@@ -7,7 +7,7 @@ import json
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["BodyLimit"]
+__all__ = ["BodyLimit", "answer"]
 
 
 class BodyLimit:
@@ -16,6 +16,8 @@ class BodyLimit:
     A declared Content-Length over the limit is answered at once, unread; a
     chunked body is counted as it arrives and the read stops at the limit
     (FastAPI passes the HTTPException raised from ``receive`` through).
+    Either answer closes the connection: the rest of the body is never read,
+    so the connection cannot carry another request.
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
@@ -34,26 +36,34 @@ class BodyLimit:
             try:
                 size = int(declared)
             except ValueError:
-                await _answer(send, 400, "bad_request", "the Content-Length header is not a number")
+                await answer(send, 400, "bad_request", "the Content-Length header is not a number")
                 return
             if size > self.max_bytes:
-                await _answer(send, 413, "body_too_large", self._message())
+                await answer(send, 413, "body_too_large", self._message())
                 return
         received = 0
+        over = False
 
         async def limited() -> Message:
-            nonlocal received
+            nonlocal received, over
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
+                    over = True
                     raise HTTPException(413, self._message())
             return message
 
-        await self.app(scope, limited, send)
+        async def closing(message: Message) -> None:
+            if over and message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()),
+                                                  (b"connection", b"close")]}
+            await send(message)
+
+        await self.app(scope, limited, closing)
 
 
-async def _answer(send: Send, status: int, error: str, detail: str) -> None:
+async def answer(send: Send, status: int, error: str, detail: str) -> None:
     body = json.dumps({"error": error, "detail": detail}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),

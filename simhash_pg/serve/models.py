@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from simhash_pg.bits import check_fingerprint, parse_fingerprint
-from simhash_pg.store.checks import MAX_K
+from simhash_pg.store.checks import MAX_BIGINT, MAX_K
 
 __all__ = [
     "MAX_BATCH",
@@ -107,13 +107,15 @@ class BatchAddIn(_Strict):
 class NearIn(QueryIn):
     k: int | None = Field(None, ge=0, le=MAX_K, description="Hamming distance (default: the "
                           "server's).")
-    limit: int | None = Field(None, ge=1, description="At most this many matches.")
+    limit: int | None = Field(None, ge=1, le=MAX_BIGINT, description="At most this many "
+                              "matches.")
 
 
 class NearBatchIn(_Strict):
     docs: list[QueryIn] = Field(max_length=MAX_BATCH)
     k: int | None = Field(None, ge=0, le=MAX_K)
-    limit: int | None = Field(None, ge=1, description="At most this many matches per query.")
+    limit: int | None = Field(None, ge=1, le=MAX_BIGINT,
+                              description="At most this many matches per query.")
 
 
 class FingerprintIn(_Strict):

@@ -14,13 +14,18 @@ from simhash_pg.store.locking import DEFAULT_LOCK_TIMEOUT
 from simhash_pg.store.results import OnDuplicate
 from simhash_pg.verify import VerifyMode
 
-__all__ = ["SETTINGS_ENV", "TOKEN_ENV", "Settings", "check_token"]
+__all__ = ["LOOPBACK_HOSTS", "SETTINGS_ENV", "TOKEN_ENV", "Settings", "check_token",
+           "read_token_file"]
 
 # uvicorn starts ``--workers N`` processes that import the app themselves:
 # the CLI hands them its settings in SETTINGS_ENV (never the token) and the
 # token in TOKEN_ENV, which is also where a user may put it.
 SETTINGS_ENV = "SIMHASH_PG_SERVE_SETTINGS"
 TOKEN_ENV = "SIMHASH_PG_TOKEN"
+
+# The Host names a server answers by default: a page whose name rebinds to
+# 127.0.0.1 sends its own name, and is refused (DNS rebinding).
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
 def check_token(token: str | None) -> None:
@@ -34,6 +39,26 @@ def check_token(token: str | None) -> None:
         # beyond the bearer syntax could never be sent and matched
         raise ValueError("the token may hold only ASCII letters, digits and -._~+/ "
                          "(then '=' padding), the bearer token syntax of RFC 6750")
+
+
+def read_token_file(path: str) -> str:
+    """The token in ``path`` (one line), if only its owner, this user, can read or change it.
+
+    ValueError otherwise: a token others can read is no secret. Opened once
+    and checked by its descriptor, so the file checked is the file read.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, encoding="utf-8") as f:
+        st = os.fstat(f.fileno())
+        if st.st_uid != os.geteuid():
+            raise ValueError(f"{path}: owned by uid {st.st_uid}, not by this user "
+                             f"({os.geteuid()})")
+        if st.st_mode & 0o077:
+            raise ValueError(f"{path}: mode {st.st_mode & 0o777:04o} lets others read or "
+                             "change it; chmod 600 it")
+        token = f.read().strip()
+    check_token(token)
+    return token
 
 
 # RFC 6750's b64token: what an Authorization: Bearer header can carry.
@@ -53,6 +78,9 @@ class Settings:
     k, verify, on_duplicate, lock_timeout: the store's, as SimhashStore takes them.
     migrate: create or upgrade the schema on start (the CLI decides, as
     ``simhash-pg add`` does; see cli/serve.py).
+    allowed_hosts: the names a request's Host header may give (without the
+    port; IPv6 without brackets; ``*.example.com`` and ``*`` as Starlette's
+    TrustedHostMiddleware takes them); any other gets 400.
     """
 
     dsn: str | None = None
@@ -67,8 +95,12 @@ class Settings:
     on_duplicate: OnDuplicate = "skip"
     lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT
     migrate: bool = False
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "allowed_hosts", tuple(self.allowed_hosts))  # JSON gives a list
+        if not self.allowed_hosts:
+            raise ValueError("allowed_hosts must name at least one host")
         check_k(self.k)
         check_verify(self.verify)
         check_on_duplicate(self.on_duplicate)

@@ -27,7 +27,7 @@ from typing import Annotated, Any
 import jinja2
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from simhash_pg.bits import hamming, to_unsigned
 from simhash_pg.serve import api
@@ -35,7 +35,7 @@ from simhash_pg.serve.deps import Store, get_state, require_read
 from simhash_pg.serve.models import hex64
 from simhash_pg.serve.textdiff import diff, lang_of
 from simhash_pg.store import SimhashStore
-from simhash_pg.store.checks import MAX_K
+from simhash_pg.store.checks import MAX_BIGINT, MAX_K, check_key
 from simhash_pg.verify.jaccard import from_norm
 
 __all__ = ["router"]
@@ -61,6 +61,11 @@ _HEADERS = {
     "Referrer-Policy": "same-origin",
 }
 PAGE_SIZE = 50
+
+# ids and keys from a query are checked as the store checks its own (bigint
+# ids; keys without NUL, storable): bad ones are a 422 that names the field
+Id = Annotated[int | None, Query(ge=1, le=MAX_BIGINT)]
+Key = Annotated[str | None, AfterValidator(check_key)]
 
 router = APIRouter(include_in_schema=False)
 
@@ -151,7 +156,7 @@ class CompareTextIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     text: str = Field(min_length=1)
-    b: int = Field(ge=1)
+    b: int = Field(ge=1, le=MAX_BIGINT)
 
 
 @router.post("/compare-text", response_class=HTMLResponse,
@@ -175,9 +180,7 @@ def _comparison(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 @router.get("/compare", response_class=HTMLResponse)
 def compare(request: Request, store: Store,
-            a: Annotated[int | None, Query(ge=1)] = None,
-            b: Annotated[int | None, Query(ge=1)] = None,
-            akey: str | None = None, bkey: str | None = None) -> HTMLResponse:
+            a: Id = None, b: Id = None, akey: Key = None, bkey: Key = None) -> HTMLResponse:
     """Two stored documents side by side, by id (``a``, ``b``) or key (``akey``, ``bkey``)."""
     if (locked := _locked(request)) is not None:
         return locked
@@ -198,7 +201,7 @@ def compare(request: Request, store: Store,
 
 @router.get("/groups", response_class=HTMLResponse)
 def groups(request: Request, store: Store,
-           after: Annotated[int, Query(ge=0)] = 0) -> HTMLResponse:
+           after: Annotated[int, Query(ge=0, le=MAX_BIGINT)] = 0) -> HTMLResponse:
     if (locked := _locked(request)) is not None:
         return locked
     page = api.read_groups(store, limit=PAGE_SIZE, after=after)
@@ -209,7 +212,7 @@ def groups(request: Request, store: Store,
 
 @router.get("/recent", response_class=HTMLResponse)
 def recent(request: Request, store: Store,
-           before: Annotated[int | None, Query(ge=1)] = None) -> HTMLResponse:
+           before: Id = None) -> HTMLResponse:
     """The newest documents first (by id: ids are handed out in insertion order)."""
     if (locked := _locked(request)) is not None:
         return locked
@@ -225,7 +228,9 @@ def recent(request: Request, store: Store,
 def stats(request: Request, store: Store) -> HTMLResponse:
     if (locked := _locked(request)) is not None:
         return locked
-    return _render(request, "stats.html", title="Stats", stats=store.stats())
+    # a browser's GET never bears the token
+    return _render(request, "stats.html", title="Stats",
+                   stats=api.read_stats(store, authenticated=False))
 
 
 @router.get("/static/{name}")

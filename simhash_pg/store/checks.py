@@ -17,6 +17,7 @@ from simhash_pg.textrules import check_key, check_meta
 from simhash_pg.verify import VERIFY_MODES, VerifyMode
 
 __all__ = [
+    "MAX_BIGINT",
     "MAX_K",
     "check_batch_size",
     "check_document",
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 MAX_K = 64
+# ids and limits go to PostgreSQL as bigint: a larger number is bad input,
+# to be refused here, not a "bigint out of range" from the server
+MAX_BIGINT = 2**63 - 1
 
 
 def check_k(k: object) -> int:
@@ -91,8 +95,8 @@ def check_batch_size(batch_size: object) -> int:
 
 def check_limit(limit: object) -> int | None:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                              or limit < 1):
-        raise ValueError(f"limit must be None or an int >= 1, got {limit!r}")
+                              or not 1 <= limit <= MAX_BIGINT):
+        raise ValueError(f"limit must be None or an int from 1 to 2**63-1, got {limit!r}")
     return limit
 
 
