@@ -13,14 +13,14 @@
 -- most 16 candidates per key as before. To rank holders without reading
 -- each document, the key table carries each row's fingerprint.
 --
--- The key table is derived data: this upgrade empties it and fills it again
--- from simhash_documents (simhash_text_keys_fill), then builds its index.
--- On a big store that takes minutes (docs/operations.md, "Upgrading to
--- 0017: the key table": the same work).
+-- The column comes without a rewrite: key rows stored before this upgrade
+-- keep NULL, and a look-up reads such a holder's fingerprint from its
+-- document (one primary-key probe, only for a key with 17-256 holders).
+-- Refilling the table in the upgrade's one transaction kept the old and the
+-- new table on disk together (at 50M rows ~40 GB more, which this machine's
+-- disk did not have); under retention the NULLs age out with their days.
 
-DROP INDEX simhash_text_keys_hash_idx;
-TRUNCATE simhash_text_keys;
-ALTER TABLE simhash_text_keys ADD COLUMN fingerprint bigint NOT NULL;
+ALTER TABLE simhash_text_keys ADD COLUMN fingerprint bigint;
 
 -- One function for the three row triggers: the rows of a document's keys are
 -- those of its sentence_hashes, distinct, NULLs left out, each with the
@@ -131,9 +131,6 @@ LANGUAGE sql VOLATILE AS $$
 $$;
 REVOKE EXECUTE ON FUNCTION simhash_text_keys_fill(bigint, bigint) FROM PUBLIC;
 
-SELECT simhash_text_keys_fill();
-CREATE INDEX simhash_text_keys_hash_idx ON simhash_text_keys (hash);
-ANALYZE simhash_text_keys;
 
 -- The rows that hold one of hashes (NULL entries ignored), once per hash
 -- they hold, for a query with fingerprint fp. A key finds at most 16 rows:
@@ -145,7 +142,8 @@ ANALYZE simhash_text_keys;
 -- of the eval in a 1M-row store, issue 28); the nearest 16 keep what one
 -- more holder far from the query would have taken away. Cost: a count of at
 -- most 257 index entries per key, then at most 16 rows (256 key rows read
--- where the key has 17-256 holders), each read back by one primary-key probe.
+-- where the key has 17-256 holders, ranked by the fingerprint each keeps),
+-- each read back by one primary-key probe.
 -- fp NULL: a key with more than 16 holders finds nothing (revision 0017's
 -- rule, without a query to rank by).
 -- simhash_pg.text.signatures.SHARED_SENTENCE_CAP and BOILERPLATE_HOLDERS are
@@ -167,7 +165,11 @@ LANGUAGE sql STABLE PARALLEL SAFE ROWS 3 AS $$
     CROSS JOIN LATERAL (
         SELECT k.id, k.created_at FROM simhash_text_keys k
         WHERE k.hash = h AND (held.n <= 16 OR (held.n <= 256 AND fp IS NOT NULL))
-        ORDER BY simhash_hamming(k.fingerprint, fp), k.id
+        -- a key row stored before 0018 has no fingerprint: its document's
+        ORDER BY simhash_hamming(coalesce(k.fingerprint, (
+                     SELECT x.fingerprint FROM simhash_documents x
+                     WHERE x.id = k.id AND x.created_at = k.created_at LIMIT 1)), fp),
+                 k.id
         LIMIT 16
     ) AS m
     -- LATERAL ... LIMIT 1: always one primary-key look-up per row found; a

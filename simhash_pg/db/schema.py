@@ -118,8 +118,9 @@ text_keys = Table(
     Column("id", BigInteger, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     # the row's fingerprint (revision 0018): a popular key's holders are
-    # ranked by distance to the query without reading the documents
-    Column("fingerprint", BigInteger, nullable=False),
+    # ranked by distance to the query without reading the documents; NULL in
+    # key rows stored before 0018 (the upgrade rewrites nothing)
+    Column("fingerprint", BigInteger, nullable=True),
     Index("simhash_text_keys_hash_idx", "hash"),
     postgresql_partition_by="RANGE (created_at)",
     comment="simhash-pg: one row per key of a stored text (simhash_documents.sentence_hashes),"

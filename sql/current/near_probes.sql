@@ -142,7 +142,8 @@ $$;
 -- of the eval in a 1M-row store, issue 28); the nearest 16 keep what one
 -- more holder far from the query would have taken away. Cost: a count of at
 -- most 257 index entries per key, then at most 16 rows (256 key rows read
--- where the key has 17-256 holders), each read back by one primary-key probe.
+-- where the key has 17-256 holders, ranked by the fingerprint each keeps),
+-- each read back by one primary-key probe.
 -- fp NULL: a key with more than 16 holders finds nothing (revision 0017's
 -- rule, without a query to rank by).
 -- simhash_pg.text.signatures.SHARED_SENTENCE_CAP and BOILERPLATE_HOLDERS are
@@ -164,7 +165,11 @@ LANGUAGE sql STABLE PARALLEL SAFE ROWS 3 AS $$
     CROSS JOIN LATERAL (
         SELECT k.id, k.created_at FROM simhash_text_keys k
         WHERE k.hash = h AND (held.n <= 16 OR (held.n <= 256 AND fp IS NOT NULL))
-        ORDER BY simhash_hamming(k.fingerprint, fp), k.id
+        -- a key row stored before 0018 has no fingerprint: its document's
+        ORDER BY simhash_hamming(coalesce(k.fingerprint, (
+                     SELECT x.fingerprint FROM simhash_documents x
+                     WHERE x.id = k.id AND x.created_at = k.created_at LIMIT 1)), fp),
+                 k.id
         LIMIT 16
     ) AS m
     -- LATERAL ... LIMIT 1: always one primary-key look-up per row found; a
