@@ -1,0 +1,104 @@
+"""Issue 32, point 6: the smaller CLI messages a first hour runs into.
+
+Through the CLI entry point (click's CliRunner on ``cli``), real PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from simhash_pg.cli.main import cli
+
+NOBODY = 65534
+# what `stats` imports on its way to the home check (a child as nobody cannot read them)
+PRELOAD = ("simhash_pg.cli.inputs", "simhash_pg.cli.stats", "simhash_pg.db.server",
+           "simhash_pg.store", "filelock", "secrets")
+
+
+def invoke(*args: str, env: dict[str, str | None] | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def as_other_user(run: Callable[[], Result]) -> tuple[int, str]:
+    """``run()`` as a user who is not the owner: in a child with uid nobody under root.
+
+    Root passes every permission check, so only another uid sees EACCES. The
+    child may not read the interpreter's files: what it runs is imported first.
+    """
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    if os.geteuid() != 0:
+        res = run()
+        return res.exit_code, res.stderr
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop to nobody, run, report through the pipe
+        code = 99
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            res = run()
+            os.write(write, json.dumps([res.exit_code, res.stderr]).encode())
+            code = 0
+        except BaseException:
+            import traceback
+
+            os.write(write, traceback.format_exc().encode())
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as fh:
+        data = fh.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, data
+    exit_code, stderr = json.loads(data)
+    return int(exit_code), str(stderr)
+
+
+@pytest.fixture
+def open_parent() -> Iterator[Path]:
+    """A directory every user may enter (pytest's tmp_path sits in a closed one)."""
+    path = Path(tempfile.mkdtemp(prefix="shpg-32-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.mark.parametrize("closed", ["home", "parent"])
+def test_a_home_this_user_cannot_read_is_permission_denied(closed: str,
+                                                          open_parent: Path) -> None:
+    home = open_parent / "lib" / "simhash-pg"
+    home.mkdir(mode=0o700, parents=True)
+    shut = home if closed == "home" else home.parent
+    shut.chmod(0o700 if os.geteuid() == 0 else 0o000)
+    try:
+        code, err = as_other_user(lambda: invoke(
+            "stats", env={"SIMHASH_PG_HOME": str(home), "SIMHASH_PG_DSN": None}))
+    finally:
+        shut.chmod(0o755)
+    assert code != 0
+    assert "permission denied" in err, err
+    assert "remove" not in err and "planted" not in err, err
+    assert str(home) in err and "SIMHASH_PG_HOME" in err
+
+
+def test_a_planted_link_is_still_refused(tmp_path: Path) -> None:
+    from simhash_pg.db.private_dirs import open_dir
+    from simhash_pg.db.server_auth import ServerError
+
+    (tmp_path / "elsewhere").mkdir()
+    link = tmp_path / "home"
+    link.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ServerError, match=r"symbolic link.*remove it"):
+        open_dir(link, "the server's home")
