@@ -102,3 +102,34 @@ def test_a_planted_link_is_still_refused(tmp_path: Path) -> None:
     link.symlink_to(tmp_path / "elsewhere")
     with pytest.raises(ServerError, match=r"symbolic link.*remove it"):
         open_dir(link, "the server's home")
+
+
+def test_stats_of_a_tiny_store_gives_no_bytes_per_row(pg_dsn: str) -> None:
+    for i in range(4):
+        assert invoke("add", f"document number {i} of a tiny store, with a few words",
+                      env={"SIMHASH_PG_DSN": pg_dsn}).exit_code == 0
+    res = invoke("stats", env={"SIMHASH_PG_DSN": pg_dsn})
+    assert res.exit_code == 0, res.stderr
+    (line,) = [x for x in res.stdout.splitlines() if "bytes_per_row" in x]
+    assert line.split(":", 1)[1].strip().startswith("- (shown from 10,000 rows"), line
+
+
+def test_server_status_and_tune_for_a_million_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    from simhash_pg.db.server import LocalServer, temporary_home
+
+    home = temporary_home("shpg-32-")
+    monkeypatch.setenv("SIMHASH_PG_HOME", str(home / "none"))
+    monkeypatch.delenv("SIMHASH_PG_DSN", raising=False)
+    res = invoke("server", "status")
+    assert res.exit_code == 1
+    assert res.stdout.startswith("no server: "), res.stdout  # not "stopped: data in ..."
+    assert "stopped" not in res.stdout and "server start" in res.stdout
+    monkeypatch.setenv("SIMHASH_PG_HOME", str(home))
+    try:
+        res = invoke("server", "tune", "--rows", "1000000")
+        assert res.exit_code == 0, res.output
+        # a million rows' block indexes are ~120 MB: WAL as by default, whatever the RAM
+        assert "max_wal_size = 1024MB" in res.stdout, res.stdout
+    finally:
+        LocalServer(home).destroy()
+        shutil.rmtree(home, ignore_errors=True)
