@@ -133,3 +133,20 @@ def test_server_status_and_tune_for_a_million_rows(monkeypatch: pytest.MonkeyPat
     finally:
         LocalServer(home).destroy()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_near_says_when_k_changes_nothing_for_a_text(pg_dsn: str) -> None:
+    env: dict[str, str | None] = {"SIMHASH_PG_DSN": pg_dsn}
+    text = ("The harbour master counted forty ships at anchor before the storm came in, "
+            "and the pilots waited for the tide to turn before they went out again.")
+    assert invoke("add", text, "--key", "a", env=env).exit_code == 0
+    query = text.replace("forty", "forty-one")
+    res = invoke("near", "--k", "12", query, env=env)
+    assert res.exit_code == 0, res.stderr
+    assert "a" in res.stdout
+    note = " ".join(res.stderr.split())
+    assert "--k 12 found what the store's k = 3 finds" in note, note
+    assert "share >= 80% of the text (rule 2)" in note and "--verify off" in note
+    # by distance alone k is the whole test: nothing to explain
+    res = invoke("near", "--k", "12", "--verify", "off", query, env=env)
+    assert res.exit_code == 0 and "note" not in res.stderr, res.stderr
