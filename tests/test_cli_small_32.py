@@ -118,14 +118,14 @@ def test_server_status_and_tune_for_a_million_rows(monkeypatch: pytest.MonkeyPat
     from simhash_pg.db.server import LocalServer, temporary_home
 
     home = temporary_home("shpg-32-")
-    monkeypatch.setenv("SIMHASH_PG_HOME", str(home / "none"))
     monkeypatch.delenv("SIMHASH_PG_DSN", raising=False)
-    res = invoke("server", "status")
-    assert res.exit_code == 1
-    assert res.stdout.startswith("no server: "), res.stdout  # not "stopped: data in ..."
-    assert "stopped" not in res.stdout and "server start" in res.stdout
-    monkeypatch.setenv("SIMHASH_PG_HOME", str(home))
     try:
+        monkeypatch.setenv("SIMHASH_PG_HOME", str(home / "none"))
+        res = invoke("server", "status")
+        assert res.exit_code == 1
+        assert res.stdout.startswith("no server: "), res.stdout  # not "stopped: data in ..."
+        assert "stopped" not in res.stdout and "server start" in res.stdout
+        monkeypatch.setenv("SIMHASH_PG_HOME", str(home))
         res = invoke("server", "tune", "--rows", "1000000")
         assert res.exit_code == 0, res.output
         # a million rows' block indexes are ~120 MB: WAL as by default, whatever the RAM
