@@ -347,9 +347,23 @@ def test_demo_on_the_embedded_server_explains_itself(monkeypatch: pytest.MonkeyP
         out = res.stdout
         # what keeps running, and how to stop or delete it
         assert "keeps running" in out and "server stop" in out and str(home) in out
-        # the two score lines say what they count
-        assert "documents that are an edit or revision of an earlier one" in out
-        assert "the rule that labelled the eval set" in out
+        # the score lines: precision and recall as the README defines them, then
+        # what the sample's wider groups count (issue 32)
+        assert re.search(r"precision \d\.\d{3} \(\d+ of \d+ reported pairs\)", out), out
+        assert re.search(r"recall \d\.\d{3} \(\d+ of the sample's \d+ such", out), out
+        assert "the sample's groups are wider" in out
+        # its radius and bar are the store's, not numbers of its own (issue 30/32)
+        from simhash_pg.cli.demo import verified_test
+        from simhash_pg.store import SimhashStore
+
+        with SimhashStore(LocalServer(home).dsn("simhash_demo")) as store:
+            test, policy = verified_test(3, store.policy), store.policy
+        assert test.threshold is not None
+        assert (f"verify = {policy.mode}, rule {policy.rule}: radius {test.radius}, "
+                f"bar {test.threshold:.0%}") in out, out
+        assert f"shares >= {test.threshold:.0%} of its text" in out
+        if "Pairs beyond k" in out:
+            assert f"up to distance {test.radius} " in out
         # pairs within k first; the ones beyond k after the line that explains them
         distances = [int(d) for d in re.findall(r"distance (\d+)", out)]
         assert distances and distances[0] <= 3, out

@@ -98,3 +98,25 @@ def test_shell_example_runs_as_written(line: str, pg_dsn: str, tmp_path: Path) -
     if "--out" in args:
         out = tmp_path / args[args.index("--out") + 1]
         assert len(out.read_text("utf-8").splitlines()) == 2  # one of the two copies dropped
+
+
+def test_fingerprint_example_prints_what_the_readme_shows() -> None:
+    """The console block: the command and its exact output (hex, unsigned, bigint, blocks)."""
+    from click.testing import CliRunner
+
+    from simhash_pg.cli.main import cli
+
+    (block,) = blocks("console")
+    command, *expected = block.splitlines()
+    args = shlex.split(command.removeprefix("$ "))[len(["uv", "run", "simhash-pg"]):]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines() == expected
+
+
+def test_quick_start_demo_installs_only_the_runtime_dependencies() -> None:
+    (quick,) = (b for b in blocks("sh") if " demo" in b)
+    demo = next(line for line in quick.splitlines() if " demo" in line)
+    assert demo.startswith("uv run --no-dev simhash-pg demo"), demo
+    test = next(line for line in quick.splitlines() if "pytest" in line)
+    assert test.startswith("uv run pytest"), test  # the dev group, for the tests

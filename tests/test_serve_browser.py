@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 import uvicorn
 
@@ -206,3 +207,40 @@ def _shot_page(page: Any, url: str, name: str) -> None:
     if os.environ.get(SCREENSHOTS_ENV):
         page.goto(url)
         _shot(page, name)
+
+
+def _wrapped_numbers(page: Any) -> list[str]:
+    """The numeric cells (id, distance) whose number is broken over more than one line."""
+    return list(page.evaluate("""() => [...document.querySelectorAll('td.num')].filter(td => {
+        const r = document.createRange(); r.selectNodeContents(td);
+        return r.getClientRects().length > 1; }).map(td => td.textContent.trim())"""))
+
+
+def test_ids_stay_on_one_line_beside_long_unspaced_texts(browser: Any, pg_dsn: str) -> None:
+    """Issue 32: "79 / 9" on Recent and the search page, beside normalised texts."""
+    import random
+
+    from simhash_pg import Doc, SimhashStore
+
+    rng = random.Random(32)
+    base = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(600))
+    fill = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(300))
+            for _ in range(4)]
+    near = [base[:590] + "edit" + str(i) for i in range(4)]
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # six-digit ids
+        conn.execute("SELECT setval(pg_get_serial_sequence('simhash_documents', 'id'), 99990)")
+    with SimhashStore(pg_dsn) as store:
+        store.add_many([Doc(t, key=f"k{i}") for i, t in enumerate(fill + near)], dedup=False)
+    settings = Settings(dsn=pg_dsn, pool_min=1, pool_max=2)
+    with Server(settings) as server:
+        page = browser.new_page(viewport={"width": 900, "height": 700})
+        page.goto(server.url + "/recent")
+        assert page.locator("table.recent td.num").count() > 5
+        assert _wrapped_numbers(page) == []
+        page.goto(server.url + "/")
+        page.fill("#text", base)
+        page.click("#search")
+        playwright_api.expect(page.locator("table.matches tbody tr").first).to_be_visible()
+        assert page.locator("table.matches td.num").count() >= 4
+        assert _wrapped_numbers(page) == []
+        page.close()

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import BrokenExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ from simhash_pg.cli.inputs import (
     InputError,
     ReadProgress,
     Record,
+    Skipped,
     check_inputs,
     input_bytes,
     read_inputs,
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
 REPORT_FIELDS = ("key", "where", "kept_id", "kept_key", "distance", "text", "error")
 SNIPPET = 200
 SHOWN_ERRORS = 20  # skipped records printed on stderr; the report lists them all
+FIRST_BATCH = 100  # documents in the first committed batch; each next one twice as many
 
 
 class StrictStop(Exception):
@@ -256,8 +259,15 @@ def run_dedup(
 
     start = time.perf_counter()
     try:
-        store.add_many(docs(), dedup=True, batch_size=batch_size, workers=workers,
-                       progress=on_batch, on_duplicate="link" if link else "skip")
+        # Batches grow from FIRST_BATCH to batch_size, so that a run smaller than
+        # one batch still shows progress; the boundaries change no decision
+        # (a batch decides in input order, as single adds would).
+        todo = docs()
+        size = min(FIRST_BATCH, batch_size)
+        while batch := list(islice(todo, size)):
+            store.add_many(batch, dedup=True, batch_size=size, workers=workers,
+                           progress=on_batch, on_duplicate="link" if link else "skip")
+            size = min(size * 2, batch_size)
         known_in_front()  # known keys after the last new document
         if on_progress is not None:
             on_progress(summary)
@@ -294,21 +304,28 @@ def run_dedup(
                "Write the duplicates report here (.jsonl, .csv or .tsv).")
 @workers_option("Fingerprinting processes (default: all cores).")
 @click.option("--batch-size", type=click.IntRange(1, 1_000_000), default=2000,
-              show_default=True, help="Documents per committed batch.")
+              show_default=True,
+              help="Documents per committed batch (the first ones are smaller: 100, 200, "
+                   "... so that progress shows early).")
 @click.option("--link", is_flag=True,
               help="Store near-duplicates too, with duplicate_of set (default: report them "
                    "and store only the first).")
 @click.option("--strict", is_flag=True, help="Stop at the first bad record instead of skipping.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary.")
 def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int | None,
-            verify: str | None, fmt: str | None, text_field: str, key_field: str | None,
-            out_path: str | None, report_path: str | None, workers: int | None,
-            batch_size: int, link: bool, strict: bool, quiet: bool) -> None:
+            verify: str | None, fmt: str | None, text_field: str, all_files: bool,
+            key_field: str | None, out_path: str | None, report_path: str | None,
+            workers: int | None, batch_size: int, link: bool, strict: bool, quiet: bool) -> None:
     """Deduplicate INPUTS (files, directories, or - for stdin) into the store.
 
+    A .jsonl/.csv/.tsv file holds a document per record and a .txt file one per
+    line; any other file named here is one document (or JSON Lines, if its first
+    line is a JSON object). In a directory each .txt, .md, .html file and each
+    text file without an extension is one document (--all-files: every text file).
     Each document is added with dedup on: a near-duplicate of a stored document,
     or of an earlier one in the input, is reported instead of stored. Reruns are
-    idempotent by key. Exit codes: 0 done, 1 done with skipped records, 2 usage
+    idempotent by key. Exit codes: 0 done, 1 done with skipped records (or
+    nothing read because every file of the input directories was skipped), 2 usage
     error, 3 stopped early by --strict or an error, 130 interrupted (Ctrl-C),
     143 terminated (SIGTERM); in every case the batches committed so far stay
     stored. Ctrl-C or SIGTERM stops after the batch in hand; a second one at once.
@@ -322,8 +339,9 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int
     except InputError as exc:
         fail(str(exc))
     reading = ReadProgress(total=input_bytes(inputs))
+    skipped = Skipped()
     records = read_inputs(inputs, fmt=fmt, text_field=text_field, key_field=key_field,
-                          progress=reading)
+                          progress=reading, all_files=all_files, skipped=skipped)
     shown_errors = 0
     report: _Writer | None = None
 
@@ -363,8 +381,12 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int
                 "--report FILE lists them all"
             click.echo(f"... and {summary.errors - shown_errors:,} more skipped records "
                        f"({where})", err=True)
+        if skipped:
+            click.echo(f"simhash-pg: note: {skipped.note()}", err=True)
         if summary.read == 0 and not summary.stopped:
             click.echo("simhash-pg: warning: the input holds no documents", err=True)
+            if skipped:  # nothing read because of what was left out: not a success
+                sys.exit(EXIT_SKIPPED)
         if summary.stopped:
             where = (f"committed through {summary.last_committed}" if summary.last_committed
                      else "nothing committed")

@@ -1,6 +1,7 @@
 """``simhash-pg fingerprint``: fingerprints of texts, without a database.
 
     simhash-pg fingerprint "第一段文字" "第二段文字"      # two texts and their distance
+    simhash-pg fingerprint --file LICENSE                # a whole file, as near/add --file
     simhash-pg fingerprint -i docs.jsonl --json          # one JSON object per document
     simhash-pg fingerprint --explain "some text"         # and its 10 heaviest features
     simhash-pg fingerprint --explain --top 5 "some text" # its 5 heaviest
@@ -28,6 +29,10 @@ from simhash_pg.cli.options import (
 
 @click.command("fingerprint")
 @click.argument("texts", nargs=-1)
+@click.option("--file", "files", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+              help="A file that is one document, as near and add read it (- for stdin); "
+                   "repeatable.")
 @click.option(
     "-i",
     "--input",
@@ -49,18 +54,25 @@ from simhash_pg.cli.options import (
 @workers_option("Processes for big inputs (default: all cores when it pays).")
 def command(
     texts: tuple[str, ...],
+    files: tuple[str, ...],
     inputs: tuple[str, ...],
     fmt: str | None,
     text_field: str,
+    all_files: bool,
     scheme: SchemeSpec,
     explain: bool,
     top: int,
     as_json: bool,
     workers: int | None,
 ) -> None:
-    """Print the 64-bit SimHash fingerprint of each text (no database needed)."""
+    """Print the 64-bit SimHash fingerprint of each text (no database needed).
+
+    For each: the hex and the key, then the unsigned value, the signed bigint
+    that PostgreSQL stores and the four smallint blocks its indexes hold.
+    """
     from simhash_pg.bits import blocks, hamming, to_signed
-    from simhash_pg.cli.inputs import BadRecord, InputError, read_inputs
+    from simhash_pg.cli.common import text_of
+    from simhash_pg.cli.inputs import BadRecord, InputError, Skipped, read_inputs
     from simhash_pg.text.normalize import fix_surrogates
     from simhash_pg.text.simhash import Fingerprinter, NoFeaturesError
 
@@ -68,16 +80,19 @@ def command(
         fp = Fingerprinter(scheme)
     except (ValueError, TypeError) as exc:
         raise click.BadParameter(str(exc), param_hint="--scheme") from exc
-    if not texts and not inputs:
+    if not texts and not inputs and not files:
         if sys.stdin.isatty():
-            raise click.UsageError("give texts as arguments, or --input PATH (- for stdin)")
+            raise click.UsageError("give texts as arguments, --file F or --input PATH "
+                                   "(- for stdin)")
         inputs = ("-",)
 
-    keys: list[str] = [f"arg{i + 1}" for i in range(len(texts))]
-    docs: list[str] = list(texts)
+    keys: list[str] = [f"arg{i + 1}" for i in range(len(texts))] + list(files)
+    docs: list[str] = list(texts) + [text_of(None, f) for f in files]
     problems: list[tuple[str, str]] = []
+    skipped = Skipped()
     try:
-        for rec in read_inputs(inputs, fmt=fmt, text_field=text_field):
+        for rec in read_inputs(inputs, fmt=fmt, text_field=text_field, all_files=all_files,
+                               skipped=skipped):
             if isinstance(rec, BadRecord):
                 problems.append((rec.where, rec.reason))
                 continue
@@ -86,6 +101,8 @@ def command(
             docs.append(rec.text)
     except InputError as exc:
         raise click.UsageError(str(exc)) from exc
+    if skipped:
+        click.echo(f"simhash-pg: note: {skipped.note()}", err=True)
 
     fps = fp.fingerprint_many(docs, workers=workers, on_error="none")
     if not as_json:
@@ -120,8 +137,13 @@ def command(
             click.echo(json.dumps(out, ensure_ascii=False))
         else:
             click.echo(f"{value:016x}  {key}")
+            click.echo(f"  unsigned {value}  bigint {to_signed(value)}  "
+                       f"blocks {' '.join(map(str, blocks(value)))}")
             for feat, weight in heaviest:
                 click.echo(f"    {weight:10.4f}  {feat}")
+            if len(heaviest) > 1 and len({w for _, w in heaviest}) == 1:
+                click.echo(f"  ({_why_equal(fp, text)}; listed in the order they first "
+                           "occur in the text)")
     if len(fps) == 2 and None not in fps and not as_json:
         a, b = fps
         assert a is not None and b is not None
@@ -130,3 +152,14 @@ def command(
         click.echo(f"skipped {where}: {reason}", err=True)
     if problems:
         sys.exit(1)
+
+
+def _why_equal(fp: Any, text: str) -> str:
+    """Why every feature shown weighs the same, by the scheme applied to ``text``."""
+    applied = fp.concrete_scheme(text)
+    if applied.weight == "binary":
+        name = fp.scheme.name
+        how = f"{name} scheme" + ("" if applied.name == name else f" ({applied.name} here)")
+        return (f"equal weights: the {how} counts each distinct feature once, "
+                "whatever its count")
+    return "equal weights: each of these features occurs equally often in the text"

@@ -8,9 +8,17 @@ Formats, chosen from the file name unless given:
 
 - ``jsonl``: one JSON object per line (``.jsonl``, ``.ndjson``)
 - ``csv`` / ``tsv``: a header row, then one document per row
-- ``lines``: plain text, one document per line (``.txt`` and anything else)
-- a directory: every ``.txt``, ``.md``, ``.html``/``.htm`` file below it is
-  one document, its key the file's path
+- ``lines``: plain text, one document per line (``.txt``)
+- ``doc``: the whole file is one document, its key the file's path
+  (``.md``, ``.markdown``, ``.html``/``.htm``, whose markup is stripped, and
+  any other file, unless its first line is a JSON object: then ``jsonl``).
+  So a licence or a ``copyright`` file named on the command line is one
+  document, not one per line.
+- a directory: every ``.txt``, ``.md``, ``.html``/``.htm`` file below it, and
+  every file without an extension that is UTF-8 text (``GPL-2``,
+  ``copyright``), is one document, its key the file's path. Other files and
+  hidden ones (``.git``) are skipped and counted in :class:`Skipped`, which
+  says how to include them: ``all_files`` reads every UTF-8 text file.
 - ``-``: standard input, ``lines`` unless the first line starts with ``{``
 
 A trailing ``.gz`` is decompressed. A file that is not text at all (a NUL
@@ -34,19 +42,22 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from simhash_pg.text.normalize import strip_html
 
-FORMATS = ("jsonl", "csv", "tsv", "lines")
+FORMATS = ("jsonl", "csv", "tsv", "lines", "doc")
 DOC_SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm")
+SHOWN_SKIPPED = 3  # file names given as examples of the skipped ones
 # Fields tried for the key when --key-field is not given.
 KEY_FIELDS = ("key", "id", "url")
 # At most this much of a file's start (one read buffer) tells text from binary.
 SNIFF_BYTES = 64 * 1024
-_SUFFIX_FORMAT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv"}
+_SUFFIX_FORMAT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv",
+                  ".txt": "lines", ".md": "doc", ".markdown": "doc", ".html": "doc",
+                  ".htm": "doc"}
 
 # csv's default field limit (128 KiB) is smaller than real documents.
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -82,6 +93,36 @@ def input_bytes(paths: Iterable[str]) -> int | None:
             return None
         total += os.path.getsize(path)
     return total
+
+
+@dataclass
+class Skipped:
+    """Files of the input directories that were not read, by reason (for a note after the run)."""
+
+    files: dict[str, list[str]] = field(default_factory=dict)  # reason -> paths
+
+    def add(self, reason: str, path: str) -> None:
+        self.files.setdefault(reason, []).append(path)
+
+    def __len__(self) -> int:
+        return sum(map(len, self.files.values()))
+
+    def note(self) -> str:
+        """What was skipped, why, a few examples, and how to include them ("" if nothing)."""
+        if not self:
+            return ""
+        parts = [f"{len(paths):,} {reason} (e.g. {', '.join(paths[:SHOWN_SKIPPED])})"
+                 for reason, paths in self.files.items()]
+        return (f"skipped {len(self):,} files in the input directories: {'; '.join(parts)}. "
+                f"A directory's {', '.join(DOC_SUFFIXES)} files and its UTF-8 text files "
+                "without an extension are read, one document each; --all-files reads "
+                "every UTF-8 text file, or name a file on the command line")
+
+
+def _extension(name: str) -> str:
+    """A file name's extension, lower case; "" for none, or for a version (GPL-2.0, LGPL-2.1)."""
+    suffix = Path(name).suffix.lower()
+    return suffix if any(ch.isalpha() for ch in suffix) else ""
 
 
 class InputError(Exception):
@@ -125,12 +166,13 @@ def check_inputs(paths: Iterable[str], *, fmt: str | None = None,
 
 
 def detect_format(path: str, fmt: str | None = None) -> str:
+    """The format of ``path``: given, from its extension, or "auto" (jsonl or doc by content)."""
     if fmt is not None:
         if fmt not in FORMATS:
             raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
         return fmt
     name = path[:-3] if path.endswith(".gz") else path
-    return _SUFFIX_FORMAT.get(Path(name).suffix.lower(), "lines")
+    return _SUFFIX_FORMAT.get(_extension(name), "auto")
 
 
 def read_inputs(
@@ -141,18 +183,22 @@ def read_inputs(
     key_field: str | None = None,
     stdin: IO[bytes] | None = None,
     progress: ReadProgress | None = None,
+    all_files: bool = False,
+    skipped: Skipped | None = None,
 ) -> Iterator[Record | BadRecord]:
     """Yield every document of every input, in order.
 
     ``progress.done`` follows the bytes of the files read (compressed bytes
-    for a ``.gz``), for a progress bar with an ETA.
+    for a ``.gz``), for a progress bar with an ETA. The files of a directory
+    that are not read are added to ``skipped``; ``all_files`` reads every
+    UTF-8 text file of a directory.
     """
     base = 0
     for path in paths:
         if path == "-":
             yield from _read_stdin(stdin or sys.stdin.buffer, fmt, text_field, key_field)
         elif os.path.isdir(path):
-            yield from _read_dir(path)
+            yield from _read_dir(path, all_files, skipped if skipped is not None else Skipped())
         elif os.path.isfile(path):
             with open(path, "rb") as raw:
                 stream: IO[bytes] = (gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
@@ -192,6 +238,12 @@ def _read_stream(name: str, stream: IO[bytes], fmt: str, text_field: str,
         problem = not_text(head[:SNIFF_BYTES])
         if problem is not None:
             raise InputError(f"{name}: {problem}")
+        if fmt == "auto":
+            first = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+            fmt = "jsonl" if first.startswith(b"{") else "doc"
+        if fmt == "doc":
+            yield _whole(name, stream.read())
+            return
         if fmt in ("csv", "tsv"):
             yield from _read_csv(name, stream, "\t" if fmt == "tsv" else ",",
                                  text_field, key_field)
@@ -275,20 +327,44 @@ def _has_bad_bytes(value: str) -> bool:
     return any("\udc80" <= ch <= "\udcff" for ch in value)
 
 
-def _read_dir(root: str) -> Iterator[Record | BadRecord]:
+def _whole(path: str, raw: bytes) -> Record | BadRecord:
+    """A whole file as one document, its key the path (HTML markup stripped)."""
+    where = f"{path}:1"
+    text = _decode(raw.removeprefix(b"\xef\xbb\xbf"), where)
+    if isinstance(text, BadRecord):
+        return text
+    if _extension(path.removesuffix(".gz")) in (".html", ".htm"):
+        text = strip_html(text)
+    return Record(text=text, key=path, where=where)
+
+
+def _read_dir(root: str, all_files: bool, skipped: Skipped) -> Iterator[Record | BadRecord]:
+    """Each file a document: the known extensions, and the others that are UTF-8 text.
+
+    A file without an extension is read only when it is text (a NUL byte or
+    bytes that are not UTF-8 say it is not), so a directory of licences or
+    ``copyright`` files is read as it is; one with another extension only
+    with ``all_files``. Hidden files and directories are never read.
+    """
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for fn in sorted(filenames):
-            if not fn.lower().endswith(DOC_SUFFIXES):
-                continue
             path = os.path.join(dirpath, fn)
-            where = f"{path}:1"
+            if fn.startswith("."):
+                skipped.add("hidden", path)
+                continue
+            ext = _extension(fn)
+            if ext in DOC_SUFFIXES:
+                with open(path, "rb") as fh:
+                    yield _whole(path, fh.read())
+                continue
+            if ext and not all_files:
+                skipped.add("with another extension", path)
+                continue
             with open(path, "rb") as fh:
                 raw = fh.read()
-            text = _decode(raw.removeprefix(b"\xef\xbb\xbf"), where)
-            if isinstance(text, BadRecord):
-                yield text
-                continue
-            if fn.lower().endswith((".html", ".htm")):
-                text = strip_html(text)
-            yield Record(text=text, key=path, where=where)
+            record = None if not_text(raw[:SNIFF_BYTES]) else _whole(path, raw)
+            if isinstance(record, Record):
+                yield record
+            else:
+                skipped.add("not UTF-8 text", path)

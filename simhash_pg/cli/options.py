@@ -103,13 +103,20 @@ def workers_option(
 
 
 def input_options(func: F) -> F:
-    """--format and --text-field, for the commands that read documents (inputs.py)."""
+    """--format, --text-field and --all-files, for the commands that read documents (inputs.py)."""
     options: tuple[Callable[[F], F], ...] = (
         click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
-                      help="Input format (default: from the file name; stdin: lines, or "
-                           "jsonl when it starts with '{')."),
+                      help="Input format. Default, from the file name: .jsonl/.ndjson "
+                           "jsonl, .csv/.tsv a table, .txt lines (one document a line); "
+                           "any other file is one document (doc), or jsonl when its "
+                           "first line is a JSON object. stdin: lines, or jsonl when it "
+                           "starts with '{'."),
         click.option("--text-field", default="text", show_default=True,
                      help="JSONL/CSV field holding the text."),
+        click.option("--all-files", is_flag=True,
+                     help="In a directory, read every UTF-8 text file as one document "
+                          "(default: .txt, .md, .html files and text files without an "
+                          "extension; hidden files never)."),
     )
     for option in reversed(options):
         func = option(func)

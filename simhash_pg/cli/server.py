@@ -40,10 +40,14 @@ def stop() -> None:
 
 @server.command("status")
 def status() -> None:
-    """Say whether the server runs, where its data is, and its URL. Exit 1 if stopped."""
+    """Say whether the server runs, where its data is, and its URL. Exit 1 if stopped or absent."""
     from simhash_pg.db.server import get_default_server
 
     srv = get_default_server()
+    if not srv.is_initialized():  # "stopped" would suggest data that is not there
+        click.echo(f"no server: {srv.home} holds no PostgreSQL data directory yet "
+                   "(simhash-pg server start, or any command on the store, makes one)")
+        raise SystemExit(1)
     running = srv.is_running()
     click.echo(f"{'running' if running else 'stopped'}: data in {srv.datadir}")
     if running:

@@ -16,6 +16,8 @@ from simhash_pg.cli.options import SchemeSpec, json_flag, store_options
 def command(as_json: bool, dsn: str | None, scheme: SchemeSpec, k: int | None,
             verify: str | None) -> None:
     """Rows, sizes and the fingerprint scheme of the store."""
+    from simhash_pg.store.stats import PER_ROW_FROM
+
     with open_store(dsn, scheme, k, verify, read_only=True) as store:
         info = store.stats()
     data = info if isinstance(info, dict) else as_dict(info)
@@ -25,4 +27,7 @@ def command(as_json: bool, dsn: str | None, scheme: SchemeSpec, k: int | None,
     for name, value in data.items():
         if isinstance(value, dict):
             value = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        elif name == "bytes_per_row" and value is None:
+            value = (f"- (shown from {PER_ROW_FROM:,} rows: below that the fixed size of "
+                     "empty tables and indexes dominates)")
         click.echo(f"{name:>16}: {value}")

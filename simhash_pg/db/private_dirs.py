@@ -9,6 +9,7 @@ changed; :func:`access_hint` explains a failure they cause.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -24,15 +25,42 @@ from simhash_pg.db.server_auth import (
 
 
 def open_dir(path: Path, what: str, advice: str = "remove it") -> int:
-    """An fd on the directory ``path`` itself, never on what a symbolic link there names."""
+    """An fd on the directory ``path`` itself, never on what a symbolic link there names.
+
+    Only a link or a file where the directory should be is a planted thing
+    to remove; any other failure (EACCES above all: another user's
+    directory) is said as it is, and nobody is told to delete anything.
+    """
     try:
         return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as exc:
+        if exc.errno == errno.EACCES:
+            raise _denied(what, path) from exc
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise ServerError(f"{what} {path}: cannot open it: {exc.strerror}") from exc
         kind = "a symbolic link" if path.is_symlink() else "not a directory"
         raise ServerError(
             f"{what} {path} is {kind}: refusing to use it (someone may have planted it "
             f"there to take over what it points to); {advice}"
         ) from exc
+
+
+def _denied(what: str, path: Path) -> ServerError:
+    """EACCES on ``path``: whose it is, and what to do instead (never to delete it)."""
+    return ServerError(
+        f"{what} {path}: permission denied: you (uid {os.geteuid()}) cannot read it"
+        f"{_owned_by(path)}. Run simhash-pg as the user who made it, or set "
+        "SIMHASH_PG_HOME to a directory of your own"
+    )
+
+
+def _owned_by(path: Path) -> str:
+    """", owned by uid N (mode)" for a message, or "" when even that cannot be seen."""
+    try:
+        st = path.stat()
+    except OSError:
+        return " (nor see who owns it)"
+    return f" (owned by uid {st.st_uid}, {stat.filemode(st.st_mode)})"
 
 
 def private_dir(
@@ -115,12 +143,14 @@ def own_home(home: Path) -> None:
     above it are never changed: the server's user must already be able to
     enter them (see :func:`access_hint`).
     """
-    home.parent.mkdir(parents=True, exist_ok=True)
     try:
+        home.parent.mkdir(parents=True, exist_ok=True)
         os.mkdir(home, 0o700)
         created = True
     except FileExistsError:
         created = False
+    except PermissionError as exc:  # a directory above it this user may not enter
+        raise _denied("the server's home", home) from exc
     fd = open_dir(home, "the server's home")
     try:
         st = os.fstat(fd)

@@ -16,6 +16,10 @@ def _total_memory() -> int:
 # The settings `simhash-pg server tune` changes (ALTER SYSTEM): the memory and WAL sizes.
 TUNED = ("shared_buffers", "effective_cache_size", "maintenance_work_mem", "max_wal_size")
 INDEX_BYTES_PER_ROW = 126  # the four block indexes, measured at 50M rows (docs/benchmarks.md)
+# max_wal_size for `tune --rows N`, in passes over N rows' block indexes: a
+# checkpoint comes every ~max_wal_size / 2, and at 24M rows 32 GB (~10 passes)
+# ingested 4x faster than 6 GB (~2); a million rows need no more than the default.
+WAL_PASSES = 8
 
 
 def sized_settings(memory: int | None = None, *, small: bool = False, large: bool = False,
@@ -51,6 +55,8 @@ def sized_settings(memory: int | None = None, *, small: bool = False, large: boo
         # requested the next checkpoint, so adds at 24M rows ran at 14k rows/s
         # against 58k with 32 GB (docs/scaling.md, 0e). Soft limit: disk space.
         wal = max(1024, min(mib, 65536))
+        if rows is not None:  # the WAL of one pass over those indexes, eight times over
+            wal = max(1024, min(wal, rows * INDEX_BYTES_PER_ROW * WAL_PASSES >> 20))
         cache = max(512, mib * 3 // 4)
     else:
         shared, maint, wal, cache = 256, 128, 1024, max(512, mib // 2)

@@ -6,7 +6,12 @@ from typing import Any
 
 import psycopg
 
-__all__ = ["table_stats"]
+__all__ = ["PER_ROW_FROM", "table_stats"]
+
+# Below this many rows bytes_per_row is None: the empty pages every table,
+# index and partition starts with (~0.5 MB) dominate, and 4 rows gave a
+# meaningless 141,312 bytes per row.
+PER_ROW_FROM = 10_000
 
 # Summed over the partitions (pg_partition_tree lists nothing for a plain
 # table: the table itself is added); keys_bytes: the simhash_keys table.
@@ -33,6 +38,6 @@ def table_stats(conn: psycopg.Connection[Any]) -> dict[str, Any]:
         "keys_bytes": keys_bytes,
         "partitions": partitions,
         "bytes_per_row": (round((table_bytes + index_bytes + keys_bytes) / rows, 1)
-                          if rows else None),
+                          if rows >= PER_ROW_FROM else None),
         "server_version": version,
     }

@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from simhash_pg.text.charclass import alnum_only
 from simhash_pg.text.features import (
     HASH_SEED,
     extract_hashed,
@@ -182,15 +183,29 @@ class Fingerprinter:
         return resolve_auto(self.scheme, self.feature_text(text))
 
     def features(self, text: str) -> list[tuple[str, float]]:
-        """Weighted features of ``text``, heaviest first (ties by feature).
+        """Weighted features of ``text``, heaviest first, ties in the order they occur.
 
         The same features and weights that :meth:`fingerprint` votes with, so
-        two texts' lists show why their fingerprints differ.
+        two texts' lists show why their fingerprints differ. Ties are common
+        (binary weights make every feature 1), and text order reads better
+        than the alphabet.
         """
-        feats = extract_named(self.feature_text(text), self.scheme)
+        norm = self.feature_text(text)
+        feats = extract_named(norm, self.scheme)
         if not feats:
             raise NoFeaturesError(_NO_FEATURES)
-        return sorted(feats, key=lambda fw: (-fw[1], fw[0]))
+        # a shingle is found in the letters and digits run together, as it
+        # was cut; a word as a word (or, unspaced as in Chinese, anywhere)
+        flat, spaced = alnum_only(norm), f" {norm} "
+        shingles = resolve_auto(self.scheme, norm).name == "chars"
+
+        def first(feature: str) -> int:
+            if shingles:
+                return flat.find(feature)
+            at = spaced.find(f" {feature} ")
+            return at if at >= 0 else norm.find(feature) % (len(norm) + 1)
+
+        return sorted(feats, key=lambda fw: (-fw[1], first(fw[0]), fw[0]))
 
     def fingerprint(self, text: str) -> int:
         """The unsigned 64-bit fingerprint of ``text``.

@@ -1,0 +1,141 @@
+"""Issue 32, point 6: what `dedup` and `fingerprint` read, and what they say about it.
+
+Driven through the CLI entry point against a real database.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import psycopg
+from click.testing import CliRunner, Result
+
+from simhash_pg.cli.main import cli
+
+WORDS = ("river stone market winter signal harbor copper garden lantern meadow orbit "
+         "pepper quarry ribbon saddle timber velvet walnut yonder zephyr anchor").split()
+
+
+def doc(seed: int, n: int = 60) -> str:
+    rng = random.Random(seed)
+    return " ".join(rng.choice(WORDS) + str(rng.randrange(50)) for _ in range(n))
+
+
+def licence(seed: int) -> str:
+    """A text of several lines, like a licence file."""
+    return "\n".join(doc(seed * 10 + i, 12) for i in range(6)) + "\n"
+
+
+def invoke(*args: str, dsn: str | None = None) -> Result:
+    env = {"SIMHASH_PG_DSN": dsn} if dsn is not None else {}
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def keys(dsn: str) -> list[str]:
+    with psycopg.connect(dsn) as conn:
+        return sorted(k for (k,) in conn.execute("SELECT key FROM simhash_documents"))
+
+
+def test_a_directory_of_licences_without_extensions_is_read(pg_dsn: str,
+                                                              tmp_path: Path) -> None:
+    (tmp_path / "GPL-2").write_text(licence(1))
+    (tmp_path / "Apache-2.0").write_text(licence(2))  # a version, not an extension
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "copyright").write_text(licence(3))
+    (tmp_path / "notes.py").write_text("print('not a document')\n")
+    (tmp_path / "blob").write_bytes(b"\x00\x01binary")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    res = invoke("dedup", str(tmp_path), dsn=pg_dsn)
+    assert res.exit_code == 0, res.stderr
+    assert keys(pg_dsn) == sorted(str(tmp_path / p) for p in ("GPL-2", "Apache-2.0",
+                                                                "pkg/copyright"))
+    # what was left out, why, examples, and how to include it
+    note = res.stderr
+    assert "skipped 2 files" in note, note
+    assert "1 with another extension (e.g. " in note and "notes.py" in note
+    assert "1 not UTF-8 text" in note and "blob" in note
+    assert "--all-files" in note and ".txt" in note
+
+
+def test_a_directory_with_nothing_read_says_why_and_fails(pg_dsn: str, tmp_path: Path) -> None:
+    for seed, name in enumerate(("a.py", "b.json", "c.conf")):
+        (tmp_path / name).write_text(licence(seed))
+    res = invoke("dedup", str(tmp_path), dsn=pg_dsn)
+    assert res.exit_code == 1, (res.exit_code, res.stderr)
+    assert "the input holds no documents" in res.stderr
+    assert "skipped 3 files" in res.stderr and "--all-files" in res.stderr
+    assert keys(pg_dsn) == []
+    res = invoke("dedup", "--all-files", str(tmp_path), dsn=pg_dsn)
+    assert res.exit_code == 0, res.stderr
+    assert len(keys(pg_dsn)) == 3
+
+
+def test_one_file_named_is_one_document(pg_dsn: str, tmp_path: Path) -> None:
+    lic = tmp_path / "LICENSE"
+    lic.write_text(licence(4))
+    page = tmp_path / "page.md"
+    page.write_text(licence(5))
+    res = invoke("dedup", str(lic), str(page), dsn=pg_dsn)
+    assert res.exit_code == 0, res.stderr
+    assert keys(pg_dsn) == [str(lic), str(page)]  # not a document per line
+    # JSON Lines by content, whatever the name; .txt stays one document a line
+    records = tmp_path / "export"
+    records.write_text("".join(json.dumps({"id": f"r{i}", "text": doc(i)}) + "\n"
+                               for i in range(3)))
+    lines = tmp_path / "titles.txt"
+    lines.write_text(doc(7) + "\n" + doc(8) + "\n")
+    res = invoke("dedup", str(records), str(lines), dsn=pg_dsn)
+    assert res.exit_code == 0, res.stderr
+    assert len(keys(pg_dsn)) == 2 + 3 + 2
+    # and --help says so
+    help_text = " ".join(invoke("dedup", "--help").stdout.split())
+    assert "any other file named here is one document" in help_text
+    assert ".txt file one per line" in help_text
+
+
+def test_progress_moves_within_the_first_batch(pg_dsn: str) -> None:
+    from simhash_pg.cli.dedup import Summary, run_dedup
+    from simhash_pg.cli.inputs import Record
+    from simhash_pg.store import SimhashStore
+
+    records = (Record(text=doc(i, 20), key=f"d{i}", where=f"in:{i}") for i in range(350))
+    seen: list[int] = []
+
+    def progress(summary: Summary) -> None:
+        seen.append(summary.read)
+
+    with SimhashStore(pg_dsn) as store:
+        summary = run_dedup(store, records, on_progress=progress)  # default batch: 2000
+    assert summary.read == 350
+    assert [n for n in seen if n < 350] == [100, 300], seen
+
+
+def test_fingerprint_reads_a_file_as_near_and_add_do(tmp_path: Path) -> None:
+    from simhash_pg.text.simhash import fingerprint
+
+    text = licence(6)
+    src = tmp_path / "copyright"
+    src.write_text(text)
+    res = invoke("fingerprint", "--file", str(src))
+    assert res.exit_code == 0, res.output
+    first = res.stdout.splitlines()[0]
+    assert first == f"{fingerprint(text):016x}  {src}"
+    assert invoke("fingerprint", "-i", str(src)).stdout.splitlines()[0] == first
+
+
+def test_fingerprint_explain_orders_equal_weights_by_the_text_and_says_why() -> None:
+    title = "Stocks rally as oil prices fall sharply on Monday"
+    res = invoke("fingerprint", "--explain", "--top", "5", title)
+    assert res.exit_code == 0, res.output
+    shown = [line.split()[1] for line in res.stdout.splitlines() if line.startswith("    ")]
+    assert shown == ["st", "to", "oc", "ck", "ks"]  # where they occur, not a, b, c
+    assert "equal weights" in res.stdout and "counts each distinct feature once" in res.stdout
+    # weights first: "the" occurs twice
+    res = invoke("fingerprint", "--scheme", "words", "--explain", "--top", "3",
+                 "the quick brown fox and the lazy dog")
+    shown = [line.split()[1] for line in res.stdout.splitlines() if line.startswith("    ")]
+    assert shown == ["the", "quick", "brown"]
+    assert "equal weights" not in res.stdout
