@@ -137,9 +137,12 @@ def test_probe_count_leaves_the_keys_their_look_ups() -> None:
     """48 look-ups a probed query: its keys first, then 4 per probe value, never under 1."""
     p = V.VerifyPolicy("all")
     assert V.LOOKUP_BUDGET == 48
-    assert p.probe_count(None, ()) == V.PROBE_T  # 44 look-ups
-    assert p.probe_count(7, (1, 2, 3)) == V.PROBE_T  # a long text: 44 + 4 = 48
-    assert p.probe_count(None, tuple(range(5))) == 10  # a title: 40 + 5
+    assert p.probe_count(None, ()) == V.PROBE_T  # 4 x PROBE_T look-ups
+    assert p.probe_count(7, (1, 2, 3)) == V.PROBE_T  # a long text: 4 x PROBE_T + 4 <= 48
+    # the budget binds where T leaves too little: at T = 11, a title's 5 keys leave 10
+    p11 = V.VerifyPolicy("all", probe_t=11)
+    assert p11.probe_count(7, (1, 2, 3)) == 11  # 44 + 4 = 48
+    assert p11.probe_count(None, tuple(range(5))) == 10  # 40 + 5
     assert p.probe_count(None, tuple(range(44))) == 1  # 4 + 44
     assert p.probe_count(7, tuple(range(60))) == 1  # the own block values, always
     # keys the policy does not look up take nothing from the probes
