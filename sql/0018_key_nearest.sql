@@ -17,8 +17,8 @@
 -- keep NULL, and a look-up reads such a holder's fingerprint from its
 -- document (one primary-key probe, only for a key with 17-256 holders).
 -- Refilling the table in the upgrade's one transaction kept the old and the
--- new table on disk together (at 50M rows ~40 GB more, which this machine's
--- disk did not have); under retention the NULLs age out with their days.
+-- new table on disk together (at 50M rows 33 GB more and growing when it was
+-- cancelled, short of disk); under retention the NULLs age out with their days.
 
 ALTER TABLE simhash_text_keys ADD COLUMN fingerprint bigint;
 
