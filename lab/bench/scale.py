@@ -234,13 +234,8 @@ def _run(dsn: str, points: tuple[int, ...], kind: str, text_chars: int, boilerpl
             rows += _store_real(dsn, stored, p)
         # each point's adds and bulk texts new ones (the first point's as a plain run's)
         s = seed + 10_007 * i
-        lat, found = bench_text.near_side_by_side(dsn, qs)
-        plan_shapes(dsn, qs)
-        figures = bench_text.adds(dsn, clients, seconds, s, rounds)
-        bench_text.print_table(lat, found, len(qs), figures)
-        echo(f"all/short: near p50 {pct(lat['all'], 50) / pct(lat['short'], 50):.2f}x, "
-             f"adds/s {figures['all']['adds_s'] / figures['short']['adds_s']:.2f}x")
-        got.append(Point(hi, rows, rate, pct(lat["all"], 50), figures["all"]["p50"],
+        near_p50, add_p50 = _measure(dsn, qs, clients, seconds, rounds, s)
+        got.append(Point(hi, rows, rate, near_p50, add_p50,
                          _bulk(dsn, kind, bulk, text_chars, s + 5_003)))
     if len(got) > 1:
         _growth(got, kind, bulk)
@@ -262,34 +257,30 @@ def _again(dsn: str, kind: str, texts: int, queries: int, clients: int, seconds:
         version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
         echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores, load average "
              f"{os.getloadavg()[0]:.1f}")
-        # as after a fill: an upgrade (or anything since) may have evicted the store
-        from lab.bench.stream import _prewarm
-
-        clock = time.perf_counter()
-        conn.execute("VACUUM (ANALYZE)")
-        conn.execute("CHECKPOINT")
-        warmed = _prewarm(conn)
-        echo(f"VACUUM (ANALYZE) of the database, CHECKPOINT, warm-up ({warmed}) in "
-             f"{time.perf_counter() - clock:.1f} s")
+        _settle(conn)  # as after a fill: an upgrade may have evicted the store
         _sizes(conn)
     fams, _ = bench_text.texts_to_store(seed, texts)
     qs = bench_text.make_queries(seed, fams, queries)
+    _measure(dsn, qs, clients, seconds, rounds, seed + 20_011)
+    _bulk(dsn, kind, bulk, text_chars, seed + 20_011 + 5_003)
+
+
+def _measure(dsn: str, qs: list[str], clients: int, seconds: float, rounds: int,
+             seed: int) -> tuple[float, float]:
+    """near() side by side, the plans' shapes, the adds; the table. (all near p50, add p50)."""
     lat, found = bench_text.near_side_by_side(dsn, qs)
     plan_shapes(dsn, qs)
-    figures = bench_text.adds(dsn, clients, seconds, seed + 20_011, rounds)
+    figures = bench_text.adds(dsn, clients, seconds, seed, rounds)
     bench_text.print_table(lat, found, len(qs), figures)
-    echo(f"all/short: near p50 {pct(lat['all'], 50) / pct(lat['short'], 50):.2f}x, "
-         f"adds/s {figures['all']['adds_s'] / figures['short']['adds_s']:.2f}x")
-    _bulk(dsn, kind, bulk, text_chars, seed + 20_011 + 5_003)
+    click.echo(f"all/short: near p50 {pct(lat['all'], 50) / pct(lat['short'], 50):.2f}x, "
+               f"adds/s {figures['all']['adds_s'] / figures['short']['adds_s']:.2f}x")
+    return pct(lat["all"], 50), figures["all"]["p50"]
 
 
 def _fill(dsn: str, p: Profile, lo: int, hi: int, total: int, days: Days, boilerplate: float,
           seed: int, keys_in_bulk: bool = False) -> tuple[float, int]:
     """Synthetic rows ``lo``..``hi`` - 1 in, then VACUUM (ANALYZE), CHECKPOINT, prewarm and
     the sizes; the COPY's rows/s and the rows the store holds."""
-    from lab.bench.stream import _prewarm
-    from simhash_pg.store.planner_stats import forget_empty_stats
-
     echo = click.echo
     with psycopg.connect(dsn, autocommit=True) as conn:
         seg = Segment(lo, hi, total, last_id(conn))
@@ -305,15 +296,23 @@ def _fill(dsn: str, p: Profile, lo: int, hi: int, total: int, days: Days, boiler
         echo(f"fill: {hi - lo:,} rows (ids {seg.after + 1:,}..{seg.after + hi - lo:,}) by "
              f"binary COPY into simhash_documents, {how}, in {took:.1f} s = "
              f"{(hi - lo) / took:,.0f} rows/s")
-        t = time.perf_counter()
-        # the whole database: the tables the root's triggers keep get their stats too
-        conn.execute("VACUUM (ANALYZE)")
-        forget_empty_stats(conn)  # tomorrow's and the default: as the store leaves them
-        conn.execute("CHECKPOINT")
-        warmed = _prewarm(conn)
-        echo(f"VACUUM (ANALYZE) of the database, CHECKPOINT, warm-up ({warmed}) in "
-             f"{time.perf_counter() - t:.1f} s")
+        _settle(conn)
         return (hi - lo) / took, _sizes(conn)
+
+
+def _settle(conn: psycopg.Connection[Any]) -> None:
+    """VACUUM (ANALYZE), CHECKPOINT and prewarm: the store as a measurement starts from."""
+    from lab.bench.stream import _prewarm
+    from simhash_pg.store.planner_stats import forget_empty_stats
+
+    t = time.perf_counter()
+    # the whole database: the tables the root's triggers keep get their stats too
+    conn.execute("VACUUM (ANALYZE)")
+    forget_empty_stats(conn)  # tomorrow's and the default: as the store leaves them
+    conn.execute("CHECKPOINT")
+    warmed = _prewarm(conn)
+    click.echo(f"VACUUM (ANALYZE) of the database, CHECKPOINT, warm-up ({warmed}) in "
+               f"{time.perf_counter() - t:.1f} s")
 
 
 def _store_real(dsn: str, stored: list[str], p: Profile) -> int:
