@@ -544,35 +544,41 @@ def decide(
 
 
 def probe_hits(
-    ps: PairSet, scheme: Any = None, t: int = V.PROBE_T, workers: int | None = None
+    ps: PairSet, scheme: Any = None, t: int = V.PROBE_T, workers: int | None = None,
+    pairs: int | None = V.PROBE_PAIRS,
 ) -> npt.NDArray[np.bool_]:
-    """Whether one of ``b``'s block values is among ``a``'s probe values of that block.
+    """Whether ``a``'s probes reach ``b``'s fingerprint (before the cap), as the store
+    searches (:func:`simhash_pg.probes.probe_hits`).
 
     The probe values are the store's: ``t`` per block
     (``Fingerprinter.fingerprint_many_probes``), fewer where ``a``'s keys take
-    part of the look-up budget (``VerifyPolicy.probe_count``).
+    part of the look-up budget (``VerifyPolicy.probe_count``); a long text
+    probes ``pairs`` values per block by pairs of blocks (``VerifyPolicy.probes_pairs``;
+    None: single blocks, a store made before revision 0019).
     """
     from simhash_pg.bits import blocks_array
+    from simhash_pg.probes import probe_hits as reach
 
+    policy = V.VerifyPolicy("all", probe_t=t, probe_pairs=pairs)
     fper = Fingerprinter(scheme)
     ids = sorted(ps.texts)
-    got = fper.fingerprint_many_probes([ps.texts[i] for i in ids], V.alnum_only, t, workers)
-    # as many of them as the look-up budget leaves beside the text's keys
-    policy = V.VerifyPolicy("all", probe_t=t)
-    probes = {}
+    got = fper.fingerprint_many_probes([ps.texts[i] for i in ids], V.alnum_only,
+                                       policy.probe_depth, workers)
+    probes: dict[Any, Any] = {}
+    by_pairs: dict[Any, bool] = {}
     for i, (_, vtext, pr) in zip(ids, got, strict=True):
         if pr is not None and vtext is not None:
             sig, hashes = V.sentence_keys(fper.normalize(ps.texts[i]), vtext)
             pr = policy.with_probes(V.VText(vtext, sig, hashes=hashes), pr).probes
+            by_pairs[i] = policy.probes_pairs(vtext)
         probes[i] = pr
     fps = {i: fp for i, (fp, _, _) in zip(ids, got, strict=True)}
     out = np.zeros(len(ps), dtype=bool)
     for n, (a, b) in enumerate(zip(ps.a, ps.b, strict=True)):
-        pa, fb = probes[a], fps[b]
-        if pa is None or fb is None:
+        pa, fa, fb = probes[a], fps[a], fps[b]
+        if pa is None or fa is None or fb is None:
             continue
-        bb = blocks_array([fb])[0]
-        out[n] = any(int(bb[i]) in pa[i] for i in range(4))
+        out[n] = bool(reach(fa, pa, blocks_array([fb]), pairs=by_pairs[a])[0])
     return out
 
 

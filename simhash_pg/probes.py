@@ -59,6 +59,7 @@ __all__ = [
     "block_probes",
     "cheapest_flips",
     "iter_flips",
+    "probe_hits",
     "vote_with_margins",
 ]
 
@@ -165,3 +166,37 @@ def block_probes(
         walk = _walk(costs[lo : lo + BLOCK_BITS])
         out.append([(values[i] ^ m) - BLOCK_OFFSET for _, m in islice(walk, t_i)])
     return out[0], out[1], out[2], out[3]
+
+
+def probe_hits(
+    query_fp: int,
+    probes: Sequence[Sequence[int]],
+    blocks: npt.NDArray[np.int64],
+    *,
+    pairs: bool = False,
+) -> npt.NDArray[np.bool_]:
+    """Which rows a text query's probes reach, before its Hamming cap: the rule
+    ``simhash_near_probes_candidates`` searches by (sql/current/near_probes.sql).
+
+    ``probes``: the query's values of ``b0..b3`` (smallint column values);
+    ``blocks``: the rows' ``(n, 4)`` block values (:func:`simhash_pg.bits.blocks_array`).
+    Single blocks: some block's value is among the query's probes of it.
+    ``pairs`` (revision 0019): for some cyclic ``i``, block ``i`` is among its
+    probes or the query's own value, and block ``i + 1`` among its probes, the
+    query's own value or a one-bit flip of it; so every row within 3 bits is
+    reached whatever the probes (the pair lemma).
+    """
+    own = raw_blocks(check_fingerprint(query_fp))
+    hit = np.zeros(len(blocks), dtype=bool)
+    if not pairs:
+        for i in range(BLOCKS):
+            hit |= np.isin(blocks[:, i], np.asarray(probes[i], dtype=np.int64))
+        return hit
+    lead = [np.isin(blocks[:, i], np.asarray([*probes[i], own[i] - BLOCK_OFFSET],
+                                              dtype=np.int64)) for i in range(BLOCKS)]
+    second = [np.isin(blocks[:, i], np.asarray(
+        [*probes[i], *((own[i] ^ m) - BLOCK_OFFSET for m in (0, *(1 << j for j in range(16))))],
+        dtype=np.int64)) for i in range(BLOCKS)]
+    for i in range(BLOCKS):
+        hit |= lead[i] & second[(i + 1) % BLOCKS]
+    return hit

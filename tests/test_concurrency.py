@@ -463,7 +463,10 @@ def test_probed_text_add_takes_no_store_wide_exclusive_lock(
 
     text = "Council vote on the school budget delayed" if title else make_texts()[0][0]
     with SimhashStore(pg_dsn) as store:
-        fp, probes = store.fingerprinter.fingerprint_probes(text, store.policy.probe_t or 1)
+        fp, probes = store.fingerprinter.fingerprint_probes(text, store.policy.probe_depth)
+        pairs = store.policy.probes_pairs(store.policy.prepare(
+            store.fingerprinter.normalize(text)).text)
+        assert pairs != title  # a long text probes pairs of blocks (revision 0019)
         conn = store.connection
         with conn.transaction(force_rollback=True):  # the add's locks held until here
             store.add(text, dedup=True)
@@ -483,15 +486,15 @@ def test_probed_text_add_takes_no_store_wide_exclusive_lock(
     assert title or (vt.sig is not None and vt.hashes)  # the long text has both
     assert not [c for c, o, m in held if c == KEY_LOCK]
     blocks = {(c, o) for c, o, m in held if LOCK_BASE <= c < LOCK_BASE + 4}
-    # the probe values the look-up budget leaves beside its keys: 48 in all
-    t = max(1, min(len(probes[0]), (48 - len(values)) // 4))
-    # its keys take part of the budget: a long text's signature, three longest
-    # sentences and four min-hash keys leave 10 values per block, more than T
-    # = 8 (revision 0018's default); a title's many keys leave fewer than T
-    assert title or (len(values), t) == (8, len(probes[0]))
-    assert not title or t < len(probes[0])
+    # a title: the probe values the look-up budget leaves beside its keys, 48
+    # in all (its many keys leave fewer than T = 8); a long text: its 16 pair
+    # probes' leading values per block (a row a pair reaches has its block
+    # among them), which the budget does not trim
+    t = (max(1, min(store.policy.probe_t or 1, (48 - len(values)) // 4)) if title
+         else store.policy.probe_pairs or 0)
+    assert not title or (t < (store.policy.probe_t or 1) and 4 * t + len(values) <= 48)
+    assert title or (len(values), t) == (8, 16)
     probes = tuple(p[:t] for p in probes)
-    assert 4 * t + len(values) <= 48
     k1, k2 = probe_lock_keys([fp], [probes])
     # advisory objid is the key2 int4 as an unsigned oid
     assert blocks == {(a, b & 0xFFFFFFFF) for a, b in zip(k1, k2, strict=True)}

@@ -372,8 +372,10 @@ def test_real_eval_sample() -> None:
         dist = Q.fingerprint_distances(ps, None, workers=1)
         sim = Q.similarities(ps)
         queries = [ps.vtexts[a] for a in ps.a]
-        det = Q.decide(Q.Rule(long_verify=True), dist, sim, ps.short, None, queries,
-                       Q.probe_hits(ps, None, workers=1))
+        # the default: probes and keys (a long text's recall rests on its keys
+        # since it probes pairs of blocks, revision 0019)
+        det = Q.decide(Q.Rule(long_verify=True, sentences=True), dist, sim, ps.short,
+                       Q.signature_matches(ps, dist), queries, Q.probe_hits(ps, None, workers=1))
         verified = Q.counts(det, ps.duplicate)
         plain3 = Q.counts(dist <= 3, ps.duplicate)
         # Loose bounds on a sample: verification must beat plain k=3 on recall

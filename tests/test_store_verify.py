@@ -33,6 +33,7 @@ from simhash_pg.text.signatures import (
 )
 from simhash_pg.verify import (
     PROBE_CAP,
+    PROBE_PAIRS,
     PROBE_T,
     SHORT_K,
     accept,
@@ -124,10 +125,24 @@ def brute_near(store: SimhashStore, text: str, k: int) -> list[tuple[int, int]]:
                 if len(kept) >= 2 and len("".join(kept)) >= MIN_TITLE_KEY_CHARS:
                     gap = "\x1f".join([*words[:i], "\x1e", *words[i + width:]])
                     qhashes.add(to_signed(xxhash.xxh3_64_intdigest(gap.encode(), TITLE_GAP_SEED)))
-    fp, probes = store.fingerprinter.fingerprint_probes(text, PROBE_T)
+    # a long text (no title keys: 100 characters or more) probes 16 values per
+    # block by pairs of blocks when the store records them (revision 0019)
+    pairs = len(q) >= 100 and store.policy.probe_pairs is not None
+    fp, probes = store.fingerprinter.fingerprint_probes(text, 16 if pairs else PROBE_T)
     # 48 look-ups: the keys first, then 4 per probe value (at least the own values)
-    t = max(1, min(PROBE_T, (48 - len(qhashes) - (qsig is not None)) // 4))
+    t = 16 if pairs else max(1, min(PROBE_T, (48 - len(qhashes) - (qsig is not None)) // 4))
     probes = tuple(p[:t] for p in probes)
+    own = blocks(fp)
+
+    def reached(sb: tuple[int, ...]) -> bool:
+        if not pairs:
+            return any(b in p for b, p in zip(sb, probes, strict=True))
+        # block i among the probes or the own value, block i + 1 among the
+        # probes, the own value or one bit from it
+        return any((sb[i] in probes[i] or sb[i] == own[i])
+                   and (sb[(i + 1) % 4] in probes[(i + 1) % 4]
+                        or ((sb[(i + 1) % 4] ^ own[(i + 1) % 4]) & 0xFFFF).bit_count() <= 1)
+                   for i in range(4))
     probed = store.verify == "all" and k <= 3
     stored = rows(store)
     # each key finds its holders by the look-up's rule: all of at most 16, the
@@ -145,8 +160,7 @@ def brute_near(store: SimhashStore, text: str, k: int) -> list[tuple[int, int]]:
         same_sig = ((qsig is not None and sig == qsig) or bool(shared - qminhash)
                     or (bool(shared) and d <= 22))
         if probed and not same_sig and not (
-            d <= max(k, PROBE_CAP)
-            and any(b in p for b, p in zip(blocks(to_unsigned(sfp)), probes, strict=True))
+            d <= max(k, PROBE_CAP) and reached(blocks(to_unsigned(sfp)))
         ):
             continue
         if accept(q, vtext, d, k, store.verify, signature_match=same_sig, probed=probed):
@@ -472,21 +486,29 @@ def test_probes_are_recorded_and_read_back(pg_dsn: str) -> None:
         # a store made before probes: the first writer records today's defaults
         with SimhashStore(pg_dsn) as store:
             assert (store.policy.probe_t, store.policy.probe_cap) == (PROBE_T, PROBE_CAP)
-        assert conn.execute(get).fetchone() == ({"t": PROBE_T, "cap": PROBE_CAP},)
+        assert conn.execute(get).fetchone() == (
+            {"t": PROBE_T, "cap": PROBE_CAP, "pairs": PROBE_PAIRS},)
         try:
             # a recorded budget is what every client probes with
             conn.execute("UPDATE simhash_meta SET value = %s WHERE name = 'probes'",
                          [Jsonb({"t": 5, "cap": 12})])
             with SimhashStore(pg_dsn) as store:
                 assert (store.policy.probe_t, store.policy.probe_cap) == (5, 12)
-            for bad in ({"t": 0, "cap": 13}, {"t": 11, "cap": 65}, {"t": 11}, [11, 13]):
+                # a record made before revision 0019: single blocks for every text
+                assert store.policy.probe_pairs is None
+            conn.execute("UPDATE simhash_meta SET value = %s WHERE name = 'probes'",
+                         [Jsonb({"t": 5, "cap": 12, "pairs": 3})])
+            with SimhashStore(pg_dsn) as store:
+                assert store.policy.probe_pairs == 3
+            for bad in ({"t": 0, "cap": 13}, {"t": 11, "cap": 65}, {"t": 11}, [11, 13],
+                        {"t": 8, "cap": 13, "pairs": 0}, {"t": 8, "cap": 13, "pairs": True}):
                 conn.execute("UPDATE simhash_meta SET value = %s WHERE name = 'probes'",
                              [Jsonb(bad)])
                 with pytest.raises(SchemaVersionError, match="records probes"):
                     SimhashStore(pg_dsn)
         finally:
             conn.execute("UPDATE simhash_meta SET value = %s WHERE name = 'probes'",
-                         [Jsonb({"t": PROBE_T, "cap": PROBE_CAP})])
+                         [Jsonb({"t": PROBE_T, "cap": PROBE_CAP, "pairs": PROBE_PAIRS})])
 
 
 def test_the_rule_version_is_recorded_and_old_stores_keep_1(pg_dsn: str) -> None:

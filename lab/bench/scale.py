@@ -157,20 +157,26 @@ def _sizes_list(ctx: click.Context, param: click.Parameter,
               "schema to this version's (timed): no fill. Give the earlier run's --corpus, "
               "--texts and --seed: its queries are asked again. Two revisions side by side "
               "on one big store.")
+@click.option("--probes-pairs", type=click.IntRange(min=0), default=None,
+              help="With --again: record this many pair probes per block for long texts "
+              "in the store's 'probes' (0: none, single blocks as before revision 0019), as "
+              "its owner would (docs/operations.md), before measuring.")
 @click.option("--seed", type=int, default=1, show_default=True)
 @scratch_options
 @click.pass_context
 def command(ctx: click.Context, n: int, at: tuple[int, ...] | None, kind: str,
             text_chars: int, boilerplate: float, texts: int, corpus: tuple[str, ...],
             queries: int, clients: int, seconds: float, rounds: int, bulk: int,
-            keys_in_bulk: bool, again: bool, seed: int, dsn: str | None, home: str | None,
-            keep: bool) -> None:
+            keys_in_bulk: bool, again: bool, probes_pairs: int | None, seed: int,
+            dsn: str | None, home: str | None, keep: bool) -> None:
     """Text near() p50/p99, verified adds/s under off, short and all, and bulk adds/s, in a
     store of text-shaped rows (at several sizes with --at)."""
     if at and ctx.get_parameter_source("n") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--n and --at: give one (--at's last size is the store's)")
     if again and dsn is None:
         raise click.UsageError("--again measures an earlier run's store: give its --dsn")
+    if probes_pairs is not None and not again:
+        raise click.UsageError("--probes-pairs changes an earlier run's store: give --again")
     if corpus:  # module state of bench text, set before its add clients are forked
         real = bench_text.read_corpus(corpus, seed)
         bench_text._STORED[:], bench_text._HELD[:] = real[:texts], real[texts:]
@@ -178,7 +184,7 @@ def command(ctx: click.Context, n: int, at: tuple[int, ...] | None, kind: str,
         with scratch_dsn(dsn, home=home, keep=keep) as url:
             if again:
                 _again(url, kind, texts, queries, clients, seconds, rounds, bulk, text_chars,
-                       seed)
+                       seed, probes_pairs)
                 return
             _run(url, at or (n,), kind, text_chars, boilerplate, texts, queries, clients,
                  seconds, rounds, bulk, seed, keys_in_bulk)
@@ -242,8 +248,10 @@ def _run(dsn: str, points: tuple[int, ...], kind: str, text_chars: int, boilerpl
 
 
 def _again(dsn: str, kind: str, texts: int, queries: int, clients: int, seconds: float,
-           rounds: int, bulk: int, text_chars: int, seed: int) -> None:
-    """The measurements of :func:`_run` on the store it left, upgraded first (timed)."""
+           rounds: int, bulk: int, text_chars: int, seed: int,
+           probes_pairs: int | None = None) -> None:
+    """The measurements of :func:`_run` on the store it left, upgraded first (timed),
+    with its probes record's pair probes set to ``probes_pairs`` (None: as recorded)."""
     from simhash_pg.db import migrate
 
     echo = click.echo
@@ -257,12 +265,22 @@ def _again(dsn: str, kind: str, texts: int, queries: int, clients: int, seconds:
         version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
         echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores, load average "
              f"{os.getloadavg()[0]:.1f}")
+        if probes_pairs is not None:
+            conn.execute(_SET_PAIRS if probes_pairs else _NO_PAIRS, [probes_pairs])
+        probes = conn.execute("SELECT value FROM simhash_meta WHERE name = 'probes'").fetchone()
+        echo(f"probes: {probes[0] if probes else 'not recorded (the defaults)'}")
         _settle(conn)  # as after a fill: an upgrade may have evicted the store
         _sizes(conn)
     fams, _ = bench_text.texts_to_store(seed, texts)
     qs = bench_text.make_queries(seed, fams, queries)
     _measure(dsn, qs, clients, seconds, rounds, seed + 20_011)
     _bulk(dsn, kind, bulk, text_chars, seed + 20_011 + 5_003)
+
+
+# the owner's move of a store's probes (docs/operations.md, "What a store records")
+_SET_PAIRS = ("UPDATE simhash_meta SET value = value || jsonb_build_object('pairs', %s::integer)"
+              " WHERE name = 'probes'")
+_NO_PAIRS = "UPDATE simhash_meta SET value = value - 'pairs' WHERE name = 'probes' AND %s = 0"
 
 
 def _measure(dsn: str, qs: list[str], clients: int, seconds: float, rounds: int,

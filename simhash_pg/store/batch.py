@@ -262,7 +262,8 @@ def _in_batch(index: BatchIndex, fp: int, vt: VText, o: BatchOptions) -> Hit | N
     probed = o.policy.probe_budget(vt.text, o.k) is not None
     if probed:  # the rows the database would return to the same query's probes
         assert vt.probes is not None
-        hits = index.probed(fp, vt.probes, max(o.k, o.policy.probe_cap))
+        hits = index.probed(fp, vt.probes, max(o.k, o.policy.probe_cap),
+                            pairs=o.policy.probes_pairs(vt.text))
     else:
         hits = index.within(fp, o.policy.radius(vt.text, o.k))
     if o.policy.signature and (vt.sig is not None or vt.hashes):

@@ -19,7 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from simhash_pg.bits import BLOCK_BITS, BLOCK_SHIFTS, BLOCKS, hamming_array, raw_blocks
+from simhash_pg.bits import (
+    BLOCK_SHIFTS,
+    blocks_array,
+    hamming_array,
+    raw_blocks,
+)
+from simhash_pg.probes import probe_hits
 
 __all__ = ["BatchIndex", "EarlierPairs", "Hit"]
 
@@ -105,20 +111,18 @@ class BatchIndex:
         ok = np.nonzero(d <= radius)[0]
         return [(int(p), int(d[p])) for p in ok]
 
-    def probed(self, fp: int, probes: Sequence[Sequence[int]], cap: int) -> list[tuple[int, int]]:
-        """(position, distance) of every row within ``cap`` with a probed value in some block.
+    def probed(
+        self, fp: int, probes: Sequence[Sequence[int]], cap: int, *, pairs: bool = False
+    ) -> list[tuple[int, int]]:
+        """(position, distance) of every row within ``cap`` that the probes reach
+        (:func:`simhash_pg.probes.probe_hits`, single blocks or ``pairs``).
 
         ``probes``: the smallint values of b0..b3, as ``simhash_near_probes`` takes them.
         """
         if not self.fps:
             return []
         d = self._distances(fp)
-        arr = self.arr[: len(self.fps)]
-        hit = np.zeros(len(self.fps), dtype=bool)
-        for i, values in enumerate(probes):
-            shift = np.uint64(BLOCK_BITS * (BLOCKS - 1 - i))
-            block = ((arr >> shift) & np.uint64(0xFFFF)).astype(np.int64) - (1 << 15)
-            hit |= np.isin(block, np.asarray(values, dtype=np.int64))
+        hit = probe_hits(fp, probes, blocks_array(self.arr[: len(self.fps)]), pairs=pairs)
         ok = np.nonzero(hit & (d <= cap))[0]
         return [(int(p), int(d[p])) for p in ok]
 

@@ -228,7 +228,7 @@ class SimhashStore:
         self.policy = VerifyPolicy(verify or opened.recorded_verify,
                                    recorded=opened.recorded_verify,
                                    probe_t=opened.probe_t, probe_cap=opened.probe_cap,
-                                   rule=opened.rule)
+                                   probe_pairs=opened.probe_pairs, rule=opened.rule)
         self.verify: VerifyMode = self.policy.mode
         self.partition_interval: PartitionInterval = opened.partition_interval
 

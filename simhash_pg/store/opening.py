@@ -35,6 +35,7 @@ from simhash_pg.store.results import (
 from simhash_pg.store.retention import DAYS_AHEAD, PARTITION_INTERVALS, PartitionInterval
 from simhash_pg.verify import (
     PROBE_CAP,
+    PROBE_PAIRS,
     PROBE_T,
     RULE_VERSION,
     RULES,
@@ -73,6 +74,7 @@ class Opened(NamedTuple):
     recorded_verify: VerifyMode  # the mode the database records
     probe_t: int  # margin-ranked probes of long text queries under "all": values per block
     probe_cap: int  # ... and their Hamming cap
+    probe_pairs: int | None  # long texts' values per block by pairs of blocks (None: single)
     rule: int  # the duplicate rule's version (simhash_pg.verify.rule.RULES)
     partition_interval: PartitionInterval = "day"  # one partition's span (revision 0013)
 
@@ -101,7 +103,7 @@ def open_database(
         _ensure_schema(conn, resolved, do_migrate)
         stored_scheme, new_store = _ensure_scheme(conn, resolved, scheme)
         recorded = _ensure_verify(conn, resolved, verify)
-        probe_t, probe_cap = _ensure_probes(conn, resolved)
+        probe_t, probe_cap, probe_pairs = _ensure_probes(conn, resolved)
         rule = _ensure_rule(conn, resolved, new_store)
         interval = _ensure_partition_interval(conn, resolved, partition_interval)
     except BaseException:
@@ -109,7 +111,8 @@ def open_database(
         raise
     if partitions:
         _ensure_partitions(conn)
-    return Opened(resolved, conn, stored_scheme, recorded, probe_t, probe_cap, rule, interval)
+    return Opened(resolved, conn, stored_scheme, recorded, probe_t, probe_cap, probe_pairs,
+                  rule, interval)
 
 
 def configure_session(conn: psycopg.Connection[Any], lock_timeout: float | None) -> None:
@@ -251,32 +254,37 @@ def _ensure_verify(
     return cast(VerifyMode, value)
 
 
-def _ensure_probes(conn: psycopg.Connection[Any], dsn: str) -> tuple[int, int]:
-    """The database's probe budget and cap ('probes': {"t": T, "cap": cap}).
+def _ensure_probes(conn: psycopg.Connection[Any], dsn: str) -> tuple[int, int, int | None]:
+    """The database's probe budget, cap and pair probes ('probes': {"t": T, "cap":
+    cap, "pairs": P}; no "pairs": long texts probe single blocks, as before
+    revision 0019).
 
     Recorded like the verify mode: on first open by a role allowed to write
     (a store made before probes gets today's defaults then); a reader of a
     store without the record uses the defaults, as the first writer will
     record them. Recorded, so that every client of a store probes alike.
     """
-    default = {"t": PROBE_T, "cap": PROBE_CAP}
+    default = {"t": PROBE_T, "cap": PROBE_CAP, "pairs": PROBE_PAIRS}
     row = conn.execute(_GET_META, ["probes"]).fetchone()
     if row is None:
         try:
             conn.execute(_PUT_META, ["probes", Jsonb(default)])
         except psycopg.errors.InsufficientPrivilege:
-            return PROBE_T, PROBE_CAP
+            return PROBE_T, PROBE_CAP, PROBE_PAIRS
         row = conn.execute(_GET_META, ["probes"]).fetchone()
     value = row[0] if row else default
     t = value.get("t") if isinstance(value, dict) else None
     cap = value.get("cap") if isinstance(value, dict) else None
+    pairs = value.get("pairs") if isinstance(value, dict) else None
     if (not isinstance(t, int) or isinstance(t, bool) or t < 1
-            or not isinstance(cap, int) or isinstance(cap, bool) or not 0 <= cap <= 64):
+            or not isinstance(cap, int) or isinstance(cap, bool) or not 0 <= cap <= 64
+            or not (pairs is None or (isinstance(pairs, int) and not isinstance(pairs, bool)
+                                      and pairs >= 1))):
         raise SchemaVersionError(
             f"the database at {where(dsn)} records probes {value!r}, not "
-            '{"t": an int >= 1, "cap": an int in 0..64}'
+            '{"t": an int >= 1, "cap": an int in 0..64, "pairs" (optional): an int >= 1}'
         )
-    return t, cap
+    return t, cap, pairs
 
 
 def _ensure_rule(conn: psycopg.Connection[Any], dsn: str, new_store: bool) -> int:

@@ -62,14 +62,14 @@ _SIG = (
 # (sql/current/near_probes.sql), the same columns as _NEAR.
 _PROBES = ("SELECT * FROM simhash_near_probes_candidates("
            "%s::bigint[], %s::smallint[], %s::integer[], %s::bigint[], %s::bigint[],"
-           " %s::bigint[], %s)")
+           " %s::bigint[], %s, %s::boolean[])")
 # One probed query (a text near() or add()): the lean single form (revisions
 # 0014, 0015), the same rows without the query number.
 # The arrays go as text literals (_int_array): psycopg's dumping of five
 # lists cost ~25 us a query, a fifth of what the single form's SQL takes.
 _PROBES_ONE = ("SELECT 1, * FROM simhash_near_probes_candidates(%s, %s::smallint[],"
                " %s::smallint[], %s::smallint[], %s::smallint[], %s, %s, %s::bigint[],"
-               " %s::bigint[], %s)")
+               " %s::bigint[], %s, %s)")
 
 
 class Candidate(NamedTuple):
@@ -97,8 +97,7 @@ def text_and_vtext(fingerprinter: Any, text: str, policy: VerifyPolicy) -> tuple
     norm = fingerprinter.normalize(text)
     feats = fingerprinter.feature_text(text, norm)
     if policy.probes_texts:
-        assert policy.probe_t is not None
-        fp, probes = fingerprinter._probes(feats, policy.probe_t)
+        fp, probes = fingerprinter._probes(feats, policy.probe_depth)
         return fp, policy.with_probes(policy.prepare(norm), probes)
     return fingerprinter._vote(feats), policy.prepare(norm)
 
@@ -113,7 +112,8 @@ def texts_and_vtexts(
     if not (probes and policy.probes_texts):
         return cast(list[tuple[int | None, VText | None]],
                     fingerprinter.fingerprint_many_also(texts, policy.prepare, workers))
-    got = fingerprinter.fingerprint_many_probes(texts, policy.prepare, policy.probe_t, workers)
+    got = fingerprinter.fingerprint_many_probes(texts, policy.prepare, policy.probe_depth,
+                                                  workers)
     return [(fp, policy.with_probes(vt, probes) if vt is not None else None)
             for fp, vt, probes in got]
 
@@ -179,7 +179,8 @@ def lookup(
                                    max(k, policy.probe_cap),
                                    texts[i].sig if policy.signature else None,
                                    _int_array(hashes) if hashes else None,
-                                   _int_array(minhash) if minhash else None, MINHASH_CAP]))
+                                   _int_array(minhash) if minhash else None, MINHASH_CAP,
+                                   policy.probes_pairs(texts[i].text)]))
     elif probed:
         todo.append((_PROBES, [
             [fps[i] for i in probed],
@@ -187,6 +188,7 @@ def lookup(
             [max(k, policy.probe_cap)] * len(probed),
             [texts[i].sig for i in probed] if policy.signature else None,
             *_key_rows([texts[i] for i in probed], bool(policy.signature)), MINHASH_CAP,
+            [policy.probes_pairs(texts[i].text) for i in probed],
         ]))
     todo += [(_NEAR, [[fps[i] for i in pos], r]) for r, pos in groups.items()]
     if sig_pos:

@@ -46,6 +46,7 @@ import numpy.typing as npt
 
 from simhash_pg.verify.jaccard import (
     SHORT_TEXT_CHARS,
+    TITLE_KEY_TEXT_CHARS,
     VText,
     from_norm,
     from_norm_sig,
@@ -67,6 +68,7 @@ __all__ = [
     "LONG_THRESHOLD",
     "LOOKUP_BUDGET",
     "PROBE_CAP",
+    "PROBE_PAIRS",
     "PROBE_T",
     "RULES",
     "RULE_VERSION",
@@ -114,6 +116,17 @@ LONG_THRESHOLD = 0.78
 # lab/experiments/probe_budget.py). Stores made before keep their record.
 PROBE_T = 8
 PROBE_CAP = 13
+# Since revision 0019 a long text (one without title keys: a verification text
+# of TITLE_KEY_TEXT_CHARS or more) probes pairs of blocks instead
+# (simhash_pg.probes.probe_hits): its PROBE_PAIRS cheapest values per block
+# lead, and the next block must be among its PROBE_PAIRS values, its own or a
+# one-bit flip. The btree then skips what a single-block probe walked (~N /
+# 65,536 entries a value), so the probes' cost stops growing with the store.
+# Long texts' recall rests on their keys (sentences, min-hash): in the model
+# (lab/experiments/pair_probes.py) documents R is 0.9928 at 16, as with single
+# blocks, and no noise kind of long texts loses recall; titles need single
+# blocks (pairs of 32 still lose F1 0.002), so they keep them.
+PROBE_PAIRS = 16
 # What one probed text query may look up: its key look-ups first (signature,
 # sentence hashes, a title's keys: exact and specific), and the probes get the
 # rest, 4 per value of T (one per block), at least the own block values. A
@@ -188,6 +201,7 @@ class VerifyPolicy:
     signature: bool | None = None
     probe_t: int | None = PROBE_T
     probe_cap: int = PROBE_CAP
+    probe_pairs: int | None = PROBE_PAIRS
     rule: int = RULE_VERSION
     keep: VerifyMode = field(init=False)
 
@@ -205,6 +219,9 @@ class VerifyPolicy:
             raise ValueError(f"the probe budget must be None or an int >= 1, got {t!r}")
         if isinstance(cap, bool) or not isinstance(cap, int) or not 0 <= cap <= 64:
             raise ValueError(f"the probe cap must be an int in 0..64, got {cap!r}")
+        pp = self.probe_pairs
+        if pp is not None and (isinstance(pp, bool) or not isinstance(pp, int) or pp < 1):
+            raise ValueError(f"the pair probes must be None or an int >= 1, got {pp!r}")
         if isinstance(self.rule, bool) or self.rule not in RULES:
             raise ValueError(f"the rule version must be one of {RULES}, got {self.rule!r}")
 
@@ -230,6 +247,18 @@ class VerifyPolicy:
             return None
         return self.probe_t
 
+    @property
+    def probe_depth(self) -> int:
+        """How many ranked values per block a probed text needs computed."""
+        if self.probe_t is None:
+            raise ValueError("this policy does not probe texts")
+        return max(self.probe_t, self.probe_pairs or 0)
+
+    def probes_pairs(self, vtext: str) -> bool:
+        """Whether a probed text with this verification text probes pairs of blocks
+        (a long text, in a store that records pair probes: :data:`PROBE_PAIRS`)."""
+        return self.probe_pairs is not None and len(vtext) >= TITLE_KEY_TEXT_CHARS
+
     def probe_count(self, sig: int | None, hashes: Sequence[int]) -> int:
         """Probe values per block of a probed text with these sentence keys.
 
@@ -245,8 +274,12 @@ class VerifyPolicy:
     def with_probes(
         self, vt: VText, probes: tuple[list[int], list[int], list[int], list[int]]
     ) -> VText:
-        """``vt`` with the first :meth:`probe_count` of each block's ranked ``probes``."""
-        t = self.probe_count(vt.sig, vt.hashes)
+        """``vt`` with the first :meth:`probe_count` of each block's ranked ``probes``
+        (:attr:`probe_pairs` of them when it :meth:`probes_pairs`: a pair costs a
+        few index pages, not a share of the store, so the look-up budget does
+        not trim them)."""
+        t = (self.probe_pairs if self.probe_pairs is not None and self.probes_pairs(vt.text)
+             else self.probe_count(vt.sig, vt.hashes))
         return vt._replace(probes=(probes[0][:t], probes[1][:t], probes[2][:t], probes[3][:t]))
 
     # -- what a mode needs of a text ------------------------------------------

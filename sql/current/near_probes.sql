@@ -82,33 +82,110 @@ BEGIN
 END
 $$;
 
+-- Block i's value of fp (0: b0 ... 3: b3) and its 16 one-bit flips, as the
+-- smallints the block columns hold: the second block of a pair probe
+-- (revision 0019) always takes them, so that a pair search finds every row
+-- within 3 bits whatever values the caller probes (the pair lemma:
+-- sql/0006_probe_forms.sql).
+CREATE OR REPLACE FUNCTION simhash_block_near1(fp bigint, i integer) RETURNS smallint[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT array_agg(((((fp >> (48 - 16 * i)) & 65535)::integer # m) - 32768)::smallint
+                     ORDER BY m)
+    FROM unnest(ARRAY[0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192,
+                      16384, 32768]) AS m
+$$;
+
 -- The matching fingerprints of a batch, (query, fingerprint), without
 -- checks: the one place the batch forms below probe. LANGUAGE sql, so that
--- it is inlined into their queries.
-CREATE OR REPLACE FUNCTION simhash_probe_matches(fps bigint[], probes smallint[], caps integer[])
+-- it is inlined into their queries. A query with pairs[q] true is searched by
+-- pairs of blocks (revision 0019): for some cyclic i, b_i among its block i
+-- values or its own, and b_(i+1) among its block i+1 values, its own or a
+-- one-bit flip of it; both are keys of block i's index, so the btree drops the
+-- entries of an unprobed b_(i+1) before the visibility-map check and the
+-- Hamming filter, and the cost no longer grows with the rows under a block
+-- value (docs/scaling.md, "Text queries at scale"). NULL pairs: every query by
+-- single blocks.
+CREATE OR REPLACE FUNCTION simhash_probe_matches(
+    fps bigint[], probes smallint[], caps integer[], pairs boolean[]
+)
 RETURNS TABLE (query integer, fingerprint bigint)
 LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
     WITH q AS MATERIALIZED (
         SELECT x.ord::integer AS ord, x.fp, caps[x.ord] AS cap,
+               coalesce(pairs[x.ord], false) AS pair,
                probes[x.ord:x.ord][1:1] AS p0, probes[x.ord:x.ord][2:2] AS p1,
                probes[x.ord:x.ord][3:3] AS p2, probes[x.ord:x.ord][4:4] AS p3
         FROM unnest(fps) WITH ORDINALITY AS x (fp, ord)
+    ), qp AS MATERIALIZED (
+        -- a pair query's leading values (its probes and its own value) and
+        -- second values (its probes, its own value and its one-bit flips);
+        -- the leading ones are joined one at a time, by equality (see the
+        -- single form below)
+        SELECT q.ord, q.fp, q.cap,
+               array(SELECT unnest(q.p0)) || simhash_block(q.fp, 0) AS a0,
+               array(SELECT unnest(q.p1)) || simhash_block(q.fp, 1) AS a1,
+               array(SELECT unnest(q.p2)) || simhash_block(q.fp, 2) AS a2,
+               array(SELECT unnest(q.p3)) || simhash_block(q.fp, 3) AS a3,
+               array(SELECT unnest(q.p0)) || simhash_block_near1(q.fp, 0) AS s0,
+               array(SELECT unnest(q.p1)) || simhash_block_near1(q.fp, 1) AS s1,
+               array(SELECT unnest(q.p2)) || simhash_block_near1(q.fp, 2) AS s2,
+               array(SELECT unnest(q.p3)) || simhash_block_near1(q.fp, 3) AS s3
+        FROM q WHERE q.pair
     )
     SELECT q.ord, c.fingerprint
     FROM q JOIN simhash_documents c
       ON c.b0 = ANY (q.p0) AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
+    WHERE NOT q.pair
     UNION
     SELECT q.ord, c.fingerprint
     FROM q JOIN simhash_documents c
       ON c.b1 = ANY (q.p1) AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
+    WHERE NOT q.pair
     UNION
     SELECT q.ord, c.fingerprint
     FROM q JOIN simhash_documents c
       ON c.b2 = ANY (q.p2) AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
+    WHERE NOT q.pair
     UNION
     SELECT q.ord, c.fingerprint
     FROM q JOIN simhash_documents c
       ON c.b3 = ANY (q.p3) AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
+    WHERE NOT q.pair
+    UNION
+    SELECT q.ord, c.fingerprint
+    FROM qp q CROSS JOIN LATERAL unnest(q.a0) AS v (b) CROSS JOIN LATERAL (
+        SELECT c.fingerprint FROM simhash_documents c
+        WHERE c.b0 = v.b AND c.b1 = ANY (q.s1)
+          AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
+        OFFSET 0) AS c
+    UNION
+    SELECT q.ord, c.fingerprint
+    FROM qp q CROSS JOIN LATERAL unnest(q.a1) AS v (b) CROSS JOIN LATERAL (
+        SELECT c.fingerprint FROM simhash_documents c
+        WHERE c.b1 = v.b AND c.b2 = ANY (q.s2)
+          AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
+        OFFSET 0) AS c
+    UNION
+    SELECT q.ord, c.fingerprint
+    FROM qp q CROSS JOIN LATERAL unnest(q.a2) AS v (b) CROSS JOIN LATERAL (
+        SELECT c.fingerprint FROM simhash_documents c
+        WHERE c.b2 = v.b AND c.b3 = ANY (q.s3)
+          AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
+        OFFSET 0) AS c
+    UNION
+    SELECT q.ord, c.fingerprint
+    FROM qp q CROSS JOIN LATERAL unnest(q.a3) AS v (b) CROSS JOIN LATERAL (
+        SELECT c.fingerprint FROM simhash_documents c
+        WHERE c.b3 = v.b AND c.b0 = ANY (q.s0)
+          AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
+        OFFSET 0) AS c
+$$;
+
+-- Every query by single blocks (revision 0009's arguments).
+CREATE OR REPLACE FUNCTION simhash_probe_matches(fps bigint[], probes smallint[], caps integer[])
+RETURNS TABLE (query integer, fingerprint bigint)
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
+    SELECT * FROM simhash_probe_matches(fps, probes, caps, NULL::boolean[])
 $$;
 
 -- Many queries in one round trip: query is the 1-based position in fps.
@@ -199,7 +276,7 @@ $$;
 -- of its article, and the far ones would only be read and rejected.
 CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
     fps bigint[], probes smallint[], caps integer[], sigs bigint[], hashes bigint[],
-    minhash bigint[], minhash_cap integer
+    minhash bigint[], minhash_cap integer, pairs boolean[]
 )
 RETURNS TABLE (query integer, id bigint, key text, distance integer, meta jsonb,
                verify_text text, sentence_sig bigint, sentence_hashes bigint[],
@@ -237,6 +314,11 @@ BEGIN
         RAISE EXCEPTION 'simhash: minhash_cap must be between 0 and 64, got %',
             coalesce(minhash_cap::text, 'NULL') USING ERRCODE = '22023';
     END IF;
+    IF pairs IS NOT NULL AND (cardinality(pairs) <> cardinality(fps) OR array_ndims(pairs) <> 1
+                              OR array_lower(pairs, 1) <> 1) THEN
+        RAISE EXCEPTION 'simhash: one pairs flag (or NULL) per fingerprint: % fingerprint(s), '
+            'pairs %', cardinality(fps), array_dims(pairs) USING ERRCODE = '22023';
+    END IF;
     SELECT (u.value->>'max_id')::bigint, (u.value->>'stored_until')::timestamptz
     INTO v_lost_max, v_lost_until
     FROM simhash_meta u WHERE u.name = 'unverified_rows';
@@ -246,7 +328,7 @@ BEGIN
                d.meta, d.verify_text, d.sentence_sig, d.sentence_hashes,
                coalesce(d.verify_text IS NULL AND d.id <= v_lost_max
                         AND d.created_at <= v_lost_until, false) AS text_lost
-        FROM simhash_probe_matches(fps, probes, caps) AS m
+        FROM simhash_probe_matches(fps, probes, caps, pairs) AS m
         JOIN simhash_documents d
           ON d.b0 = simhash_block(m.fingerprint, 0) AND d.b1 = simhash_block(m.fingerprint, 1)
          AND d.fingerprint = m.fingerprint
@@ -288,6 +370,21 @@ BEGIN
 END
 $$;
 
+-- The batch form by single blocks only (revision 0016's arguments and columns).
+CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
+    fps bigint[], probes smallint[], caps integer[], sigs bigint[], hashes bigint[],
+    minhash bigint[], minhash_cap integer
+)
+RETURNS TABLE (query integer, id bigint, key text, distance integer, meta jsonb,
+               verify_text text, sentence_sig bigint, sentence_hashes bigint[],
+               text_lost boolean)
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
+    SELECT c.*
+    FROM simhash_near_probes_candidates(fps, probes, caps, sigs, hashes, minhash, minhash_cap,
+                                        NULL::boolean[]) AS c
+    ORDER BY 1, 4, 2
+$$;
+
 -- The batch form without min-hash keys (revision 0015's arguments and columns).
 CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
     fps bigint[], probes smallint[], caps integer[], sigs bigint[], hashes bigint[]
@@ -315,14 +412,15 @@ LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
 $$;
 
 -- One query's candidates, with sentence hashes and min-hash keys: the rows
--- within cap that share a probed value in some block, the rows whose
+-- within cap that share a probed value in some block (with pairs: in some
+-- pair of blocks, as simhash_probe_matches says), the rows whose
 -- sentence_sig equals sig (NULL: none), the rows simhash_sentence_matches
 -- finds for hashes, and those it finds for minhash within minhash_cap bits,
 -- each once, with what the store's verification reads; nearest first, ties
 -- by id.
 CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
     fp bigint, p0 smallint[], p1 smallint[], p2 smallint[], p3 smallint[], cap integer,
-    sig bigint, hashes bigint[], minhash bigint[], minhash_cap integer
+    sig bigint, hashes bigint[], minhash bigint[], minhash_cap integer, pairs boolean
 )
 RETURNS TABLE (id bigint, key text, distance integer, meta jsonb, verify_text text,
                sentence_sig bigint, sentence_hashes bigint[], text_lost boolean)
@@ -334,6 +432,12 @@ SET plan_cache_mode = force_generic_plan
 SET jit = off
 AS $$
 #variable_conflict use_column
+DECLARE
+    by_pairs boolean := coalesce(pairs, false);
+    -- by pairs: block i's leading values (the probes and the own value) and
+    -- its second values (the probes, the own value and its one-bit flips)
+    a0 smallint[]; a1 smallint[]; a2 smallint[]; a3 smallint[];
+    s0 smallint[]; s1 smallint[]; s2 smallint[]; s3 smallint[];
 BEGIN
     IF fp IS NULL THEN
         RAISE EXCEPTION 'simhash: the fingerprint must not be NULL' USING ERRCODE = '22004';
@@ -351,19 +455,54 @@ BEGIN
         RAISE EXCEPTION 'simhash: minhash_cap must be between 0 and 64, got %',
             coalesce(minhash_cap::text, 'NULL') USING ERRCODE = '22023';
     END IF;
+    IF by_pairs THEN
+        a0 := p0 || simhash_block(fp, 0); s0 := p0 || simhash_block_near1(fp, 0);
+        a1 := p1 || simhash_block(fp, 1); s1 := p1 || simhash_block_near1(fp, 1);
+        a2 := p2 || simhash_block(fp, 2); s2 := p2 || simhash_block_near1(fp, 2);
+        a3 := p3 || simhash_block(fp, 3); s3 := p3 || simhash_block_near1(fp, 3);
+    END IF;
+    -- one form runs: the other's branches stop at a one-time filter. A pair
+    -- branch takes block i's values one at a time, by equality, as the k <= 3
+    -- radius form does (near.sql), in a subquery kept apart (OFFSET 0): given
+    -- two arrays, or a join it could hash, the generic plan chose block i+1's
+    -- index for its array and read the table for block i.
     RETURN QUERY
     WITH m AS (
         SELECT c.fingerprint FROM simhash_documents c
-        WHERE c.b0 = ANY (p0) AND simhash_hamming(c.fingerprint, fp) <= cap
+        WHERE NOT by_pairs AND c.b0 = ANY (p0) AND simhash_hamming(c.fingerprint, fp) <= cap
         UNION
         SELECT c.fingerprint FROM simhash_documents c
-        WHERE c.b1 = ANY (p1) AND simhash_hamming(c.fingerprint, fp) <= cap
+        WHERE NOT by_pairs AND c.b1 = ANY (p1) AND simhash_hamming(c.fingerprint, fp) <= cap
         UNION
         SELECT c.fingerprint FROM simhash_documents c
-        WHERE c.b2 = ANY (p2) AND simhash_hamming(c.fingerprint, fp) <= cap
+        WHERE NOT by_pairs AND c.b2 = ANY (p2) AND simhash_hamming(c.fingerprint, fp) <= cap
         UNION
         SELECT c.fingerprint FROM simhash_documents c
-        WHERE c.b3 = ANY (p3) AND simhash_hamming(c.fingerprint, fp) <= cap
+        WHERE NOT by_pairs AND c.b3 = ANY (p3) AND simhash_hamming(c.fingerprint, fp) <= cap
+        UNION
+        SELECT c.fingerprint FROM unnest(a0) AS v (b) CROSS JOIN LATERAL (
+            SELECT c.fingerprint FROM simhash_documents c
+            WHERE c.b0 = v.b AND c.b1 = ANY (s1) AND simhash_hamming(c.fingerprint, fp) <= cap
+            OFFSET 0) AS c
+        WHERE by_pairs
+        UNION
+        SELECT c.fingerprint FROM unnest(a1) AS v (b) CROSS JOIN LATERAL (
+            SELECT c.fingerprint FROM simhash_documents c
+            WHERE c.b1 = v.b AND c.b2 = ANY (s2) AND simhash_hamming(c.fingerprint, fp) <= cap
+            OFFSET 0) AS c
+        WHERE by_pairs
+        UNION
+        SELECT c.fingerprint FROM unnest(a2) AS v (b) CROSS JOIN LATERAL (
+            SELECT c.fingerprint FROM simhash_documents c
+            WHERE c.b2 = v.b AND c.b3 = ANY (s3) AND simhash_hamming(c.fingerprint, fp) <= cap
+            OFFSET 0) AS c
+        WHERE by_pairs
+        UNION
+        SELECT c.fingerprint FROM unnest(a3) AS v (b) CROSS JOIN LATERAL (
+            SELECT c.fingerprint FROM simhash_documents c
+            WHERE c.b3 = v.b AND c.b0 = ANY (s0) AND simhash_hamming(c.fingerprint, fp) <= cap
+            OFFSET 0) AS c
+        WHERE by_pairs
     ), found AS (
         SELECT d.id, d.key, d.fingerprint, d.meta, d.verify_text, d.sentence_sig,
                d.sentence_hashes, d.created_at
@@ -394,6 +533,20 @@ BEGIN
     LEFT JOIN simhash_meta u ON u.name = 'unverified_rows'
     ORDER BY 3, 1;
 END
+$$;
+
+-- The single form by single blocks only (revision 0016's arguments and columns).
+CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
+    fp bigint, p0 smallint[], p1 smallint[], p2 smallint[], p3 smallint[], cap integer,
+    sig bigint, hashes bigint[], minhash bigint[], minhash_cap integer
+)
+RETURNS TABLE (id bigint, key text, distance integer, meta jsonb, verify_text text,
+               sentence_sig bigint, sentence_hashes bigint[], text_lost boolean)
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 10 AS $$
+    SELECT c.*
+    FROM simhash_near_probes_candidates(fp, p0, p1, p2, p3, cap, sig, hashes, minhash,
+                                        minhash_cap, false) AS c
+    ORDER BY 3, 1
 $$;
 
 -- The single form without min-hash keys (revision 0015's arguments and columns).
@@ -453,5 +606,11 @@ GRANT EXECUTE ON FUNCTION
     simhash_near_probes_candidates(bigint[], smallint[], integer[], bigint[], bigint[],
                                    bigint[], integer),
     simhash_near_probes_candidates(bigint, smallint[], smallint[], smallint[], smallint[],
-                                   integer, bigint, bigint[], bigint[], integer)
+                                   integer, bigint, bigint[], bigint[], integer),
+    simhash_block_near1(bigint, integer),
+    simhash_probe_matches(bigint[], smallint[], integer[], boolean[]),
+    simhash_near_probes_candidates(bigint[], smallint[], integer[], bigint[], bigint[],
+                                   bigint[], integer, boolean[]),
+    simhash_near_probes_candidates(bigint, smallint[], smallint[], smallint[], smallint[],
+                                   integer, bigint, bigint[], bigint[], integer, boolean)
 TO simhash_reader;
