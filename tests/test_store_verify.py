@@ -125,12 +125,13 @@ def brute_near(store: SimhashStore, text: str, k: int) -> list[tuple[int, int]]:
                 if len(kept) >= 2 and len("".join(kept)) >= MIN_TITLE_KEY_CHARS:
                     gap = "\x1f".join([*words[:i], "\x1e", *words[i + width:]])
                     qhashes.add(to_signed(xxhash.xxh3_64_intdigest(gap.encode(), TITLE_GAP_SEED)))
-    # a long text (no title keys: 100 characters or more) probes 16 values per
-    # block by pairs of blocks when the store records them (revision 0019)
-    pairs = len(q) >= 100 and store.policy.probe_pairs is not None
-    fp, probes = store.fingerprinter.fingerprint_probes(text, 16 if pairs else PROBE_T)
+    # a long text (no title keys: 100 characters or more) probes its pairs'
+    # values per block by pairs of blocks when the store records them (0019)
+    pp = store.policy.probe_pairs
+    pairs = len(q) >= 100 and pp is not None
+    fp, probes = store.fingerprinter.fingerprint_probes(text, pp if pp and pairs else PROBE_T)
     # 48 look-ups: the keys first, then 4 per probe value (at least the own values)
-    t = 16 if pairs else max(1, min(PROBE_T, (48 - len(qhashes) - (qsig is not None)) // 4))
+    t = pp if pp and pairs else max(1, min(PROBE_T, (48 - len(qhashes) - (qsig is not None)) // 4))
     probes = tuple(p[:t] for p in probes)
     own = blocks(fp)
 

@@ -122,11 +122,13 @@ PROBE_CAP = 13
 # lead, and the next block must be among its PROBE_PAIRS values, its own or a
 # one-bit flip. The btree then skips what a single-block probe walked (~N /
 # 65,536 entries a value), so the probes' cost stops growing with the store.
-# Long texts' recall rests on their keys (sentences, min-hash): in the model
-# (lab/experiments/pair_probes.py) documents R is 0.9928 at 16, as with single
-# blocks, and no noise kind of long texts loses recall; titles need single
-# blocks (pairs of 32 still lose F1 0.002), so they keep them.
-PROBE_PAIRS = 16
+# Long texts' recall rests on their keys (sentences, min-hash). In the model
+# (lab/experiments/pair_probes.py, against single blocks at T = 8): documents
+# R 0.9931 (0.9928) and no noise kind loses recall at 32; at 16 (half the
+# cost at 10M rows) 3% garbled characters lose 0.0043, with two-bit flips
+# 0.0022. Titles by pairs lose F1 (0.9929 at 32 against 0.9966), so they keep
+# single blocks.
+PROBE_PAIRS = 32
 # What one probed text query may look up: its key look-ups first (signature,
 # sentence hashes, a title's keys: exact and specific), and the probes get the
 # rest, 4 per value of T (one per block), at least the own block values. A
