@@ -125,6 +125,20 @@ def _check(conn: psycopg.Connection[Any], run: Callable[[], Any]) -> Any:
     return out
 
 
+def _pair_scans(plans: list[dict[str, Any]]) -> set[int]:
+    """The blocks i whose pair probes (revision 0019) ran as one scan of block i's
+    index with both b_i and b_(i+1) as index conditions."""
+    got = set()
+    for n in (n for p in plans for n in scan_nodes(p)):
+        cond, name = n.get("Index Cond", ""), n.get("Index Name", "")
+        for i in range(4):
+            j = (i + 1) % 4
+            if (name.endswith(f"_b{i}_b{j}_fingerprint_idx") and f"(b{i} = ANY" in cond
+                    and f"(b{j} = ANY" in cond and n.get("Actual Loops", 0) > 0):
+                got.add(i)
+    return got
+
+
 def _read_keys(plans_of: Callable[[], Any], conn: psycopg.Connection[Any]) -> bool:
     """Whether ``plans_of`` looked keys up in the text keys' index."""
     with capture_plans(conn) as plans:
@@ -143,6 +157,13 @@ def test_every_key_look_up_walks_an_index_on_a_big_store(
         assert _read_keys(lambda: store.near(COPY_OF), conn)  # the keys are looked up
         found = _check(conn, lambda: store.near(COPY_OF))
         assert [m.id for m in found] == [own]
+        # a long text probes pairs of blocks: on a big store's statistics each
+        # pair is one scan of block i's index, the btree skipping unprobed b_(i+1)
+        assert store.policy.probes_pairs(store.policy.prepare(
+            store.fingerprinter.normalize(COPY_OF)).text)
+        with capture_plans(conn, analyze=True) as plans:
+            store.near(COPY_OF)
+        assert _pair_scans(plans) == {0, 1, 2, 3}
         many = _check(conn, lambda: store.near_many([COPY_OF, OTHER, "nothing like it here"]))
         assert [m.id for m in many[0]] == [own] and len(many[1]) == 1
         assert not _check(conn, lambda: store.add(COPY_OF)).inserted  # verified duplicate

@@ -512,10 +512,13 @@ def test_pair_probes_equal_brute_force(
     assert sql_candidates_many(pg, queries, probes, caps, pairs) == want_all
 
 
-def test_pair_form_uses_both_blocks_of_each_index(pg: psycopg.Connection) -> None:
-    """EXPLAIN of a pair query: an index-only scan of block i's index per leading
-    value, with b_i (by equality) and b_(i+1) both as index conditions (the btree
-    skips unprobed b_(i+1)), never a sequential scan."""
+def test_pair_form_searches_by_both_blocks(pg: psycopg.Connection) -> None:
+    """EXPLAIN of a pair query, single and batch forms: every pair branch scans a
+    block index with b_(i+1)'s values as an index condition (not a filter),
+    never the partition sequentially. Which of the two indexes holding b_(i+1)
+    depends on the statistics: on a big store's, block i's index with both
+    blocks as keys (tests/test_key_plans.py); on this small table the planner
+    may take block i+1's and check block i in the table."""
     _bulk(pg, 120_000)
     part = pg.execute(
         "SELECT tableoid::regclass::text FROM simhash_documents LIMIT 1").fetchone()[0]  # type: ignore[index]
@@ -531,6 +534,7 @@ def test_pair_form_uses_both_blocks_of_each_index(pg: psycopg.Connection) -> Non
         assert f"Seq Scan on {part} " not in text, text
         for i in range(4):
             j = (i + 1) % 4
-            idx = f"{part}_b{i}_b{j}_fingerprint_idx"
-            assert re.search(rf"Index Only Scan using {idx} on {part} .*\n.*Index Cond: "
-                             rf"\(\(b{i} = v\S*\.b\) AND \(b{j} = ANY", text), (i, text)
+            # an executed scan (the single-block branches are never executed)
+            assert re.search(rf"Index (Only )?Scan using {part}_b\d_b\d_fingerprint_idx on "
+                             rf"{part} .*\(actual time.*\n.*Index Cond: .*\(b{j} = ANY",
+                             text), (i, text)
