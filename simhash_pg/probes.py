@@ -46,6 +46,7 @@ from simhash_pg.bits import (
     BLOCK_OFFSET,
     BLOCK_SHIFTS,
     BLOCKS,
+    blocks,
     check_fingerprint,
     raw_blocks,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "block_probes",
     "cheapest_flips",
     "iter_flips",
+    "probes_meet",
     "vote_with_margins",
 ]
 
@@ -165,3 +167,20 @@ def block_probes(
         walk = _walk(costs[lo : lo + BLOCK_BITS])
         out.append([(values[i] ^ m) - BLOCK_OFFSET for _, m in islice(walk, t_i)])
     return out[0], out[1], out[2], out[3]
+
+
+def probes_meet(probes: Sequence[Sequence[int]], fingerprint: int) -> list[int]:
+    """The blocks at which a stored fingerprint meets a query's probes, in block order.
+
+    ``probes`` are the query's probe values of ``b0..b3`` (smallint column
+    values, as :func:`block_probes` gives them); block ``i`` meets when the
+    stored ``fingerprint``'s (unsigned) value of ``b_i`` is among ``probes[i]``.
+    A row is a probe candidate of the query when some block meets (and its
+    distance is within the cap). The one definition of a probe meeting a row
+    outside the SQL, for whatever explains a look-up
+    (:mod:`simhash_pg.verify.evidence`).
+    """
+    if len(probes) != BLOCKS:
+        raise ValueError(f"expected the probe values of {BLOCKS} blocks, got {len(probes)}")
+    own = blocks(fingerprint)
+    return [i for i in range(BLOCKS) if own[i] in probes[i]]
