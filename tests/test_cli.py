@@ -376,7 +376,7 @@ def test_add_near_stats(dsn: str) -> None:
     proc = run("near", variant(text), "--json", dsn=dsn)
     matches = [json.loads(x) for x in proc.stdout.splitlines()]
     assert [(m["key"], m["distance"]) for m in matches] == [("u1", 0)]
-    assert "no stored document" in run("near", doc(8), dsn=dsn).stdout
+    assert "no stored near-duplicate" in run("near", doc(8), dsn=dsn).stdout
     stats = json.loads(run("stats", "--json", dsn=dsn).stdout)
     assert stats["rows"] == 1
     run("near", "--fingerprint", str(2**64), dsn=dsn, check=2)

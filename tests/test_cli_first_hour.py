@@ -240,9 +240,14 @@ def test_purge_older_than_zero_removes_everything(pg_dsn: str) -> None:
 
 
 def test_near_says_which_distance(pg_dsn: str) -> None:
-    res = invoke("near", "--k", "2", doc(9), dsn=pg_dsn)
+    # a fingerprint query is within distance k; a text query is decided by the rule
+    res = invoke("near", "--k", "2", "--fingerprint", "12345", dsn=pg_dsn)
     assert res.exit_code == 0, res.stderr
     assert "no stored document within distance 2" in res.stdout
+    res = invoke("near", "--k", "2", doc(9), dsn=pg_dsn)
+    assert res.exit_code == 0, res.stderr
+    assert "no stored near-duplicate found by the store's rule (>= 80% shared)" in res.stdout
+    assert "k = 2, the radius of a fingerprint query" in res.stdout
 
 
 def test_messages_have_no_doubled_words(tmp_path: Path) -> None:
