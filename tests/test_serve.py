@@ -345,7 +345,10 @@ def test_openapi_schema(client: TestClient) -> None:
     assert {"status", "id", "fingerprint", "fingerprint_hex", "duplicate_of", "distance",
             "inserted", "key", "duplicate_key", "existing_key", "error"} == set(
                 schemas["AddOut"]["properties"])
-    assert set(schemas["MatchOut"]["properties"]) == {"id", "key", "distance", "meta"}
+    assert set(schemas["MatchOut"]["properties"]) == {"id", "key", "distance", "meta",
+                                                      "evidence"}
+    assert {"verdict", "similarity", "threshold", "found_by", "keys"} <= set(
+        schemas["Evidence"]["properties"])
     assert set(schemas["FingerprintOut"]["properties"]) == {"fingerprint", "hex", "signed",
                                                             "blocks"}
     assert schemas["Error"]["required"] == ["error", "detail"]
