@@ -364,8 +364,11 @@ def test_demo_on_the_embedded_server_explains_itself(monkeypatch: pytest.MonkeyP
         with SimhashStore(LocalServer(home).dsn("simhash_demo")) as store:
             test, policy = verified_test(3, store.policy), store.policy
         assert test.threshold is not None
-        assert (f"verify = {policy.mode}, rule {policy.rule}: radius {test.radius}, "
-                f"bar {test.threshold:.0%}") in out, out
+        assert (f"k = 3, the radius of a fingerprint query; verify = {policy.mode}, rule "
+                f"{policy.rule}: a text looks up fingerprints within radius {test.radius} and "
+                f"is a near-duplicate at >= {test.threshold:.0%} shared") in out, out
+        # each pair leads with the rule's share, the distance after it (issue 32)
+        assert re.search(r"\d+% shared · distance \d+", out), out
         assert f"shares >= {test.threshold:.0%} of its text" in out
         if "Pairs beyond k" in out:
             assert f"up to distance {test.radius} " in out

@@ -48,7 +48,7 @@ from simhash_pg.text.signatures import (
 )
 from simhash_pg.verify import jaccard, overlap
 from simhash_pg.verify.candidates import text_and_vtext
-from simhash_pg.verify.jaccard import TITLE_KEY_TEXT_CHARS, VText
+from simhash_pg.verify.jaccard import TITLE_KEY_TEXT_CHARS, VText, from_norm
 from simhash_pg.verify.rule import TEXT_LOST, StoredText, VerifyPolicy
 
 if TYPE_CHECKING:
@@ -63,6 +63,7 @@ __all__ = [
     "explain_pair",
     "explain_stored",
     "read_rows",
+    "shares",
 ]
 
 KeyKind = Literal["sentence", "title", "min-hash", "sentence or title"]
@@ -322,3 +323,26 @@ def explain_stored(store: SimhashStore, query_id: int, row_id: int,
     kk = store.k if k is None else k
     return explain_pair(q, found[row_id], kk, store.policy,
                         _holders(store, q, [found[row_id]]))
+
+
+def shares(store: SimhashStore, pairs: Sequence[tuple[int | str, int]]) -> list[float | None]:
+    """The rule's similarity of each ``(query, stored id)`` pair: its evidence's
+    :attr:`Evidence.similarity`, for many pairs at once (dedup's report, the demo).
+
+    A query is a stored id (its kept text is read) or a text (normalised as
+    the store normalises). None where a side's text is not kept, or where the
+    store does not verify texts (the rule then measures none).
+    """
+    if not store.policy.verifies:
+        return [None] * len(pairs)
+    ids = {i for q, i in pairs} | {q for q, _ in pairs if isinstance(q, int)}
+    texts: dict[int, str | None] = dict(store.connection.execute(
+        "SELECT id, verify_text FROM simhash_documents WHERE id = ANY(%s)",
+        [sorted(ids)]).fetchall()) if ids else {}
+    out: list[float | None] = []
+    for q, i in pairs:
+        a = (texts.get(q) if isinstance(q, int)
+             else from_norm(store.fingerprinter.normalize(q)).text)
+        b = texts.get(i)
+        out.append(store.policy.similarity(a, b) if a is not None and b is not None else None)
+    return out
