@@ -37,7 +37,7 @@ from simhash_pg.serve.models import hex64
 from simhash_pg.serve.textdiff import diff, lang_of
 from simhash_pg.store import SimhashStore
 from simhash_pg.store.checks import MAX_BIGINT, MAX_K, check_key
-from simhash_pg.verify.evidence import Evidence, explain, explain_stored
+from simhash_pg.verify.evidence import Evidence, explain, explain_stored, shares
 from simhash_pg.verify.jaccard import from_norm, is_short
 
 __all__ = ["router"]
@@ -229,8 +229,11 @@ def groups(request: Request, store: Store,
     if (locked := _locked(request)) is not None:
         return locked
     page = api.read_groups(store, limit=PAGE_SIZE, after=after)
+    members = [(m.id, g.id) for g in page.groups for m in g.members]
+    # each member's share of the text of the document it duplicates, as its compare says
+    shared = dict(zip(members, shares(store, members), strict=True))
     return _render(request, "groups.html", title="Duplicate groups", groups=page.groups,
-                   after=after, next_after=page.next_after,
+                   shared=shared, after=after, next_after=page.next_after,
                    on_duplicate=get_state(request).settings.on_duplicate)
 
 
