@@ -40,9 +40,9 @@ __all__ = [
     "shared_value",
 ]
 
-K_HELP = ("Hamming radius k: a fingerprint query matches within distance k. A text query "
-          "is decided by the store's rule (the share of the text), which k does not "
-          "change; k only widens where it looks.")
+K_HELP = ("Hamming radius k: a fingerprint query matches within distance k. A text the "
+          "store verifies is decided by its rule, the share of the text; for it k only "
+          "widens where the look-up goes.")
 BLOCK_NAMES = ("b0", "b1", "b2", "b3")
 
 
