@@ -121,6 +121,9 @@ def test_cli_api_and_page_show_the_same_evidence(pg_dsn: str, pairs: list[tuple[
                 kinds.update(ev.found_by)
                 rows = labels.evidence_rows(ev)
                 assert cli_rows(stdout, doc_id) == rows
+                # the CLI's table leads with the same share, the distance after it
+                cells = [[c.strip() for c in x.split("│")[1:4]] for x in stdout.splitlines()]
+                assert [labels.shared(ev.similarity), str(ev.distance), str(doc_id)] in cells
                 row = table.filter(has=page.locator(f'button[data-id="{doc_id}"]'))
                 expect(row.locator("td.shared")).to_have_text(labels.shared(ev.similarity))
                 expect(row.locator("td.distance")).to_have_text(str(ev.distance))
