@@ -124,6 +124,8 @@ def _bar(ev: Evidence) -> str:
 
 
 def _why_no_texts(ev: Evidence) -> str:
+    if not ev.query_text_kept:
+        return "the store keeps no text for the querying document"
     if not ev.text_query:
         return ("a fingerprint query" if ev.mode != "off"
                 else "verify = off: fingerprints only")

@@ -108,6 +108,7 @@ class Evidence:
     threshold: float | None = None  # what it must reach (None: the rule compares no texts)
     ngram: int | None = None  # the measure's n-grams
     text_kept: bool = True  # the store keeps the row's text (else no similarity)
+    query_text_kept: bool = True  # False: a stored query whose text the store does not keep
     verdict: Verdict = "not found"
 
 
@@ -124,6 +125,7 @@ class PairQuery:
     vtext: VText | None = None
     sentences: frozenset[int] | None = None
     titles: frozenset[int] | None = None
+    text_kept: bool = True  # False: a stored document whose text the store does not keep
 
     @classmethod
     def of(cls, store: SimhashStore, query: str | int) -> PairQuery:
@@ -146,7 +148,7 @@ class PairQuery:
     def of_row(cls, row: StoredRow) -> PairQuery:
         """A stored document as the query: the keys it stores, without their kinds."""
         if not isinstance(row.text, str):
-            return cls(row.fingerprint)
+            return cls(row.fingerprint, text_kept=False)
         hashes = tuple(row.hashes)
         minhash = tuple(h for h in minhash_keys(row.text) if h in set(hashes))
         return cls(row.fingerprint, VText(row.text, row.sig, None, hashes, minhash))
@@ -193,7 +195,7 @@ def explain_pair(
     base: dict[str, Any] = {
         "id": row.id, "key": row.key, "distance": distance, "k": k, "mode": policy.mode,
         "rule": policy.rule, "equal_blocks": equal,
-        "text_kept": isinstance(row.text, str),
+        "text_kept": isinstance(row.text, str), "query_text_kept": query.text_kept,
     }
     vt = query.vtext
     if vt is None:  # a fingerprint query, or a text under "off": distance <= k, exactly
