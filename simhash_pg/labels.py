@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "K_HELP",
     "beyond_k",
+    "decided",
     "distance",
     "evidence_rows",
     "found_line",
@@ -137,12 +138,13 @@ def _why_no_texts(ev: Evidence) -> str:
 def decided(ev: Evidence) -> str:
     """The verdict and what decided it."""
     if ev.verdict == "not found":
-        keys = "no key finds it" if ev.keys else "no key met"
+        keys = ("" if not ev.text_query
+                else ", and no key finds it" if ev.keys else ", and no key met")
         how = (f"no probe met within {ev.reach} bits" if ev.lookup == "probes"
                else f"distance {ev.distance} is beyond its {ev.reach}")
         seen = (f"; the texts are {shared(ev.similarity)}, {_bar(ev)}"
                 if ev.similarity is not None and ev.threshold is not None else "")
-        return f"not found by the look-up: {how}, and {keys}{seen}"
+        return f"not found by the look-up: {how}{keys}{seen}"
     if ev.threshold is None:
         word = "near-duplicate" if ev.verdict == "duplicate" else "not a near-duplicate"
         cmp = "<=" if ev.verdict == "duplicate" else ">"

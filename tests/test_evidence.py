@@ -109,3 +109,14 @@ def test_shares_are_rounded_down() -> None:
     assert labels.shared(0.8) == "80% shared" and labels.shared(0.29) == "29% shared"
     assert labels.shared_value(0.99072) == 0.990
     assert labels.percent(1.0) == "100%"
+
+
+def test_a_stored_query_without_its_text_is_decided_by_distance(pg_dsn: str) -> None:
+    text = licence_family()[0][2]
+    with SimhashStore(pg_dsn, verify="off") as store:  # keeps no text
+        a, b = (store.add(t, dedup=False).id for t in (text, text + " "))
+        assert a is not None and b is not None
+        ev = explain_stored(store, b, a)
+        assert ev is not None and ev.verdict == "duplicate" and not ev.query_text_kept
+        assert labels.decided(ev) == ("near-duplicate: distance 0 <= k = 3 (distance alone: "
+                                      "the store keeps no text for the querying document)")
