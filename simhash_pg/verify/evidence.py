@@ -190,8 +190,8 @@ def explain_pair(
     to find the row (``KeyMeet.finds`` None).
     """
     distance = hamming(query.fingerprint, row.fingerprint)
-    own = blocks(query.fingerprint)
-    equal = probes_meet([[v] for v in own], row.fingerprint)
+    own, theirs = blocks(query.fingerprint), blocks(row.fingerprint)
+    equal = [i for i, (x, y) in enumerate(zip(own, theirs, strict=True)) if x == y]
     base: dict[str, Any] = {
         "id": row.id, "key": row.key, "distance": distance, "k": k, "mode": policy.mode,
         "rule": policy.rule, "equal_blocks": equal,
@@ -212,7 +212,7 @@ def explain_pair(
             probe_blocks = probes_meet(vt.probes, row.fingerprint)
             met = bool(probe_blocks)
         else:  # a stored query: its own block values are always among its probes
-            met = bool(equal)
+            met = bool(probes_meet([[v] for v in own], row.fingerprint))
         if met and distance <= reach:
             found_by.append("probe")
     else:
