@@ -46,6 +46,7 @@ from simhash_pg.bits import (
     BLOCK_OFFSET,
     BLOCK_SHIFTS,
     BLOCKS,
+    blocks,
     check_fingerprint,
     raw_blocks,
 )
@@ -60,6 +61,8 @@ __all__ = [
     "cheapest_flips",
     "iter_flips",
     "probe_hits",
+    "probe_meets",
+    "probes_meet",
     "vote_with_margins",
 ]
 
@@ -168,6 +171,43 @@ def block_probes(
     return out[0], out[1], out[2], out[3]
 
 
+def probe_meets(
+    probes: Sequence[Sequence[int]],
+    blocks: npt.NDArray[np.int64],
+    *,
+    query_fp: int | None = None,
+    pairs: bool = False,
+) -> npt.NDArray[np.bool_]:
+    """Where a text query's probes meet rows, before its Hamming cap: an ``(n, 4)``
+    array, the rule ``simhash_near_probes_candidates`` searches by
+    (sql/current/near_probes.sql), and the one definition of it outside the SQL.
+
+    ``probes``: the query's values of ``b0..b3`` (smallint column values);
+    ``blocks``: the rows' ``(n, 4)`` block values (:func:`simhash_pg.bits.blocks_array`).
+    Single blocks: column ``i`` is block ``i``'s value among the query's probes
+    of it. ``pairs`` (revision 0019; needs ``query_fp``): column ``i`` is the pair
+    of blocks ``i`` and ``i + 1`` (cyclic): block ``i`` among its probes or the
+    query's own value, and block ``i + 1`` among its probes, the query's own
+    value or a one-bit flip of it; so every row within 3 bits meets whatever
+    the probes (the pair lemma).
+    """
+    if len(probes) != BLOCKS:
+        raise ValueError(f"expected the probe values of {BLOCKS} blocks, got {len(probes)}")
+    single = np.stack([np.isin(blocks[:, i], np.asarray(probes[i], dtype=np.int64))
+                       for i in range(BLOCKS)], axis=1)
+    if not pairs:
+        return single
+    if query_fp is None:
+        raise ValueError("pair probes need the query's fingerprint (its own block values)")
+    own = raw_blocks(check_fingerprint(query_fp))
+    lead = single | (blocks == np.asarray(own, dtype=np.int64) - BLOCK_OFFSET)
+    flips = (0, *(1 << j for j in range(16)))
+    second = single | np.stack(
+        [np.isin(blocks[:, i], np.asarray([(own[i] ^ m) - BLOCK_OFFSET for m in flips],
+                                          dtype=np.int64)) for i in range(BLOCKS)], axis=1)
+    return lead & np.roll(second, -1, axis=1)
+
+
 def probe_hits(
     query_fp: int,
     probes: Sequence[Sequence[int]],
@@ -175,28 +215,20 @@ def probe_hits(
     *,
     pairs: bool = False,
 ) -> npt.NDArray[np.bool_]:
-    """Which rows a text query's probes reach, before its Hamming cap: the rule
-    ``simhash_near_probes_candidates`` searches by (sql/current/near_probes.sql).
+    """Which rows a text query's probes reach, before its Hamming cap (:func:`probe_meets`)."""
+    return np.asarray(probe_meets(probes, blocks, query_fp=query_fp, pairs=pairs).any(axis=1),
+                      dtype=bool)
 
-    ``probes``: the query's values of ``b0..b3`` (smallint column values);
-    ``blocks``: the rows' ``(n, 4)`` block values (:func:`simhash_pg.bits.blocks_array`).
-    Single blocks: some block's value is among the query's probes of it.
-    ``pairs`` (revision 0019): for some cyclic ``i``, block ``i`` is among its
-    probes or the query's own value, and block ``i + 1`` among its probes, the
-    query's own value or a one-bit flip of it; so every row within 3 bits is
-    reached whatever the probes (the pair lemma).
+
+def probes_meet(
+    probes: Sequence[Sequence[int]], fingerprint: int, *, query_fp: int | None = None,
+    pairs: bool = False,
+) -> list[int]:
+    """Where a stored fingerprint meets a query's probes (:func:`probe_meets`): the
+    blocks, or with ``pairs`` the first block of each pair, in block order. A row
+    is a probe candidate of the query when any meets (and its distance is within
+    the cap); :mod:`simhash_pg.verify.evidence` explains a look-up with it.
     """
-    own = raw_blocks(check_fingerprint(query_fp))
-    hit = np.zeros(len(blocks), dtype=bool)
-    if not pairs:
-        for i in range(BLOCKS):
-            hit |= np.isin(blocks[:, i], np.asarray(probes[i], dtype=np.int64))
-        return hit
-    lead = [np.isin(blocks[:, i], np.asarray([*probes[i], own[i] - BLOCK_OFFSET],
-                                              dtype=np.int64)) for i in range(BLOCKS)]
-    second = [np.isin(blocks[:, i], np.asarray(
-        [*probes[i], *((own[i] ^ m) - BLOCK_OFFSET for m in (0, *(1 << j for j in range(16))))],
-        dtype=np.int64)) for i in range(BLOCKS)]
-    for i in range(BLOCKS):
-        hit |= lead[i] & second[(i + 1) % BLOCKS]
-    return hit
+    row = np.asarray([blocks(fingerprint)], dtype=np.int64)
+    met = probe_meets(probes, row, query_fp=query_fp, pairs=pairs)[0]
+    return [i for i in range(BLOCKS) if met[i]]

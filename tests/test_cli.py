@@ -78,11 +78,15 @@ def corpus() -> list[dict[str, str]]:
     return docs
 
 
-def _check_result(dsn: str, stdout: str, n_unique: int = 6, n_dup: int = 2) -> None:
+def _check_result(dsn: str, stdout: str, n_unique: int = 6, n_dup: int = 2,
+                  linked: bool = True) -> None:
     nums = summary_numbers(stdout)
     assert nums["read"] == n_unique + n_dup, stdout
     assert nums["unique"] == n_unique and nums["duplicates"] == n_dup, stdout
-    assert len(rows(dsn)) == n_unique
+    stored = rows(dsn)
+    # dedup stores the near-duplicates linked (--skip: not at all)
+    assert len(stored) == n_unique + (n_dup if linked else 0)
+    assert sum(dup is not None for _, _, dup in stored) == (n_dup if linked else 0)
 
 
 def test_dedup_jsonl_with_out_and_report(dsn: str, corpus: list[dict[str, str]],
@@ -97,10 +101,15 @@ def test_dedup_jsonl_with_out_and_report(dsn: str, corpus: list[dict[str, str]],
     import csv
 
     rep = list(csv.DictReader(report.open(encoding="utf-8")))
-    assert [(r["key"], r["kept_key"], r["distance"]) for r in rep] == [
-        ("copy-of-d1", "d1", "0"), ("copy-of-d4", "d4", "0")]
-    stored = {key: dup for key, _, dup in rows(dsn)}
-    assert set(stored) == {f"d{i}" for i in range(6)}
+    # the rule's share leads, as near and the web page give it; the distance after it
+    assert [(r["key"], r["kept_key"], r["shared"], r["distance"]) for r in rep] == [
+        ("copy-of-d1", "d1", "1.0", "0"), ("copy-of-d4", "d4", "1.0", "0")]
+    with psycopg.connect(dsn) as conn:
+        stored = dict(conn.execute(
+            "SELECT d.key, k.key FROM simhash_documents d"
+            " LEFT JOIN simhash_documents k ON k.id = d.duplicate_of").fetchall())
+    assert stored == {f"d{i}": None for i in range(6)} | {"copy-of-d1": "d1",
+                                                          "copy-of-d4": "d4"}
 
 
 def test_dedup_rerun_is_idempotent(dsn: str, corpus: list[dict[str, str]],
@@ -143,8 +152,9 @@ def test_dedup_every_format(fmt: str, dsn: str, corpus: list[dict[str, str]],
     else:
         stdin = "".join(json.dumps(d) + "\n" for d in corpus)
         arg = "-"
-    proc = run("dedup", arg, dsn=dsn, input=stdin)
-    _check_result(dsn, proc.stdout)
+    skip = fmt == "txt"  # one of them as --skip: only the documents kept are stored
+    proc = run("dedup", arg, *(["--skip"] if skip else []), dsn=dsn, input=stdin)
+    _check_result(dsn, proc.stdout, linked=not skip)
 
 
 def test_dedup_malformed_input_is_skipped_and_reported(dsn: str, corpus: list[dict[str, str]],
@@ -158,12 +168,12 @@ def test_dedup_malformed_input_is_skipped_and_reported(dsn: str, corpus: list[di
     assert f"{src}:{len(lines) + 1}: not valid UTF-8" in proc.stderr
     nums = summary_numbers(proc.stdout)
     assert nums["errors"] == 2 and nums["unique"] == 6 and nums["duplicates"] == 2
-    assert len(rows(dsn)) == 6
+    assert len(rows(dsn)) == 8  # the two near-duplicates stored linked
 
     # --strict stops at the first bad record; batches committed before it stay.
     proc = run("dedup", str(src), "--strict", "--batch-size", "1", dsn=dsn, check=3)
     assert "--strict" in proc.stderr and f"{src}:3" in proc.stderr
-    assert len(rows(dsn)) == 6
+    assert len(rows(dsn)) == 8
 
 
 def test_dedup_usage_errors(dsn: str, tmp_path: Path) -> None:
@@ -376,7 +386,7 @@ def test_add_near_stats(dsn: str) -> None:
     proc = run("near", variant(text), "--json", dsn=dsn)
     matches = [json.loads(x) for x in proc.stdout.splitlines()]
     assert [(m["key"], m["distance"]) for m in matches] == [("u1", 0)]
-    assert "no stored document" in run("near", doc(8), dsn=dsn).stdout
+    assert "no stored near-duplicate" in run("near", doc(8), dsn=dsn).stdout
     stats = json.loads(run("stats", "--json", dsn=dsn).stdout)
     assert stats["rows"] == 1
     run("near", "--fingerprint", str(2**64), dsn=dsn, check=2)

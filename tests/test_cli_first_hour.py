@@ -240,9 +240,14 @@ def test_purge_older_than_zero_removes_everything(pg_dsn: str) -> None:
 
 
 def test_near_says_which_distance(pg_dsn: str) -> None:
-    res = invoke("near", "--k", "2", doc(9), dsn=pg_dsn)
+    # a fingerprint query is within distance k; a text query is decided by the rule
+    res = invoke("near", "--k", "2", "--fingerprint", "12345", dsn=pg_dsn)
     assert res.exit_code == 0, res.stderr
     assert "no stored document within distance 2" in res.stdout
+    res = invoke("near", "--k", "2", doc(9), dsn=pg_dsn)
+    assert res.exit_code == 0, res.stderr
+    assert "no stored near-duplicate found by the store's rule (>= 80% shared)" in res.stdout
+    assert "k = 2, the radius of a fingerprint query" in res.stdout
 
 
 def test_messages_have_no_doubled_words(tmp_path: Path) -> None:
@@ -359,8 +364,11 @@ def test_demo_on_the_embedded_server_explains_itself(monkeypatch: pytest.MonkeyP
         with SimhashStore(LocalServer(home).dsn("simhash_demo")) as store:
             test, policy = verified_test(3, store.policy), store.policy
         assert test.threshold is not None
-        assert (f"verify = {policy.mode}, rule {policy.rule}: radius {test.radius}, "
-                f"bar {test.threshold:.0%}") in out, out
+        assert (f"k = 3, the radius of a fingerprint query; verify = {policy.mode}, rule "
+                f"{policy.rule}: a text looks up fingerprints within radius {test.radius} and "
+                f"is a near-duplicate at >= {test.threshold:.0%} shared") in out, out
+        # each pair leads with the rule's share, the distance after it (issue 32)
+        assert re.search(r"\d+% shared · distance \d+", out), out
         assert f"shares >= {test.threshold:.0%} of its text" in out
         if "Pairs beyond k" in out:
             assert f"up to distance {test.radius} " in out

@@ -146,7 +146,8 @@ def test_near_says_when_k_changes_nothing_for_a_text(pg_dsn: str) -> None:
     assert "a" in res.stdout
     note = " ".join(res.stderr.split())
     assert "--k 12 found what the store's k = 3 finds" in note, note
-    assert "share >= 80% of the text (rule 2)" in note and "--verify off" in note
+    assert "reach >= 80% shared (rule 2)" in note and "--verify off" in note
+    assert "k is the radius of a fingerprint query" in note
     # by distance alone k is the whole test: nothing to explain
     res = invoke("near", "--k", "12", "--verify", "off", query, env=env)
     assert res.exit_code == 0 and "note" not in res.stderr, res.stderr

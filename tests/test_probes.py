@@ -14,6 +14,7 @@ from simhash_pg.probes import (
     block_probes,
     cheapest_flips,
     iter_flips,
+    probes_meet,
     vote_with_margins,
 )
 from simhash_pg.text.features import extract_hashed
@@ -277,3 +278,22 @@ def test_bulk_probes_refuse_bad_budgets() -> None:
     for t in (0, -1, True, 1.5):
         with pytest.raises(ValueError, match="probe budget"):
             f.fingerprint_many_probes(["a text"], _length, t)  # type: ignore[arg-type]
+
+
+def test_probes_meet_is_a_block_value_among_the_probes() -> None:
+    fp = 0x1234_5678_9ABC_DEF0
+    own = blocks(fp)
+    # the query's own blocks meet it everywhere; another value in one block meets it there
+    assert probes_meet([[v] for v in own], fp) == [0, 1, 2, 3]
+    other = fp ^ (1 << 50) ^ (1 << 3)  # b0 and b3 changed
+    assert probes_meet([[v] for v in own], other) == [1, 2]
+    assert probes_meet([[own[0]], [], [7, own[2]], []], fp) == [0, 2]
+    # through block_probes: a row one probed flip away meets at that block
+    m = np.where(np.array([(fp >> j) & 1 for j in range(64)]) == 1, 5, -5)  # bit j's margin
+    m[49] = 1 if (fp >> 49) & 1 else -1  # b0's least stable bit
+    probes = block_probes(fp, m, 2)
+    assert probes[0][1] == blocks(fp ^ (1 << 49))[0]
+    assert probes_meet(probes, fp ^ (1 << 49)) == [0, 1, 2, 3]
+    assert probes_meet(probes, fp ^ (1 << 49) ^ (1 << 60)) == [1, 2, 3]  # 60: not probed
+    with pytest.raises(ValueError, match="4 blocks"):
+        probes_meet([[1], [2]], fp)

@@ -100,18 +100,31 @@ def test_shell_example_runs_as_written(line: str, pg_dsn: str, tmp_path: Path) -
         assert len(out.read_text("utf-8").splitlines()) == 2  # one of the two copies dropped
 
 
-def test_fingerprint_example_prints_what_the_readme_shows() -> None:
-    """The console block: the command and its exact output (hex, unsigned, bigint, blocks)."""
+def test_console_examples_print_what_the_readme_shows(pg_dsn: str) -> None:
+    """The console blocks: each ``$`` command, in order, and its exact output.
+
+    ``fingerprint`` (hex, unsigned, bigint, blocks), then an ``add`` and the
+    ``near --explain`` of an edited copy, in the test database.
+    """
     from click.testing import CliRunner
 
     from simhash_pg.cli.main import cli
 
-    (block,) = blocks("console")
-    command, *expected = block.splitlines()
-    args = shlex.split(command.removeprefix("$ "))[len(["uv", "run", "simhash-pg"]):]
-    res = CliRunner().invoke(cli, args)
-    assert res.exit_code == 0, res.output
-    assert res.stdout.splitlines() == expected
+    commands = 0
+    for block in blocks("console"):
+        runs: list[tuple[str, list[str]]] = []
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                runs.append((line.removeprefix("$ "), []))
+            else:
+                runs[-1][1].append(line)
+        for command, expected in runs:
+            args = shlex.split(command)[len(["uv", "run", "simhash-pg"]):]
+            res = CliRunner().invoke(cli, args, env={"SIMHASH_PG_DSN": pg_dsn})
+            assert res.exit_code == 0, res.output
+            assert res.stdout.splitlines() == expected, res.stdout
+            commands += 1
+    assert commands >= 3
 
 
 def test_quick_start_demo_installs_only_the_runtime_dependencies() -> None:

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from psycopg.conninfo import make_conninfo
 from psycopg.sql import SQL, Identifier
 
+from simhash_pg import labels
 from simhash_pg.cli.main import cli
 from simhash_pg.verify.jaccard import verification_text
 from simhash_pg.verify.overlap import OVERLAP_THRESHOLD, overlap
@@ -190,7 +191,7 @@ def dedup(dsn: str, corpus: Path, report: Path, *extra: str) -> tuple[str, Decis
         row = json.loads(line)
         assert not row.get("error"), row
         # by the stored row's key: ids differ between stores, and a row found by
-        # its key (a rerun after --link) has a kept_id but no kept_key
+        # its key (a rerun after linking) has a kept_id but no kept_key
         decisions[row["key"]] = key_of[row["kept_id"]]
     return res.output.strip().splitlines()[-1], decisions
 
@@ -209,7 +210,8 @@ def test_licence_family_reruns_give_the_same_decisions(pg_dsn: str, second_dsn: 
              if overlap(vtexts[i], vtexts[j]) >= OVERLAP_THRESHOLD}
     assert pairs == {(base, copy) for copy, base in truth.items() if base is not None}
 
-    first_line, first = dedup(pg_dsn, corpus, tmp_path / "first.jsonl")
+    # --skip: the plain dedup of the issue (before linking became the default)
+    first_line, first = dedup(pg_dsn, corpus, tmp_path / "first.jsonl", "--skip")
     assert first == truth
     assert "unique 52 (52 new), duplicates 24" in first_line
     # what the corpus is for: keys held by more than 16 stored texts (a licence's
@@ -219,17 +221,26 @@ def test_licence_family_reruns_give_the_same_decisions(pg_dsn: str, second_dsn: 
                             " GROUP BY hash) AS h").fetchone()
     assert most is not None and 16 < most[0] <= 256, most
 
-    # a fresh store decides the same
+    # a fresh store decides the same, linking the copies (the default)
     assert dedup(second_dsn, corpus, tmp_path / "fresh.jsonl")[1] == first
+    # the report's share is the rule's similarity of each copy and its base, as near shows
+    # it: measured from the copy's text (--skip) or from the text its stored row keeps
+    by_key = {key: text for key, _, text in docs}
+    for line in [*(tmp_path / "first.jsonl").read_text().splitlines(),
+                 *(tmp_path / "fresh.jsonl").read_text().splitlines()]:
+        row = json.loads(line)
+        expected = overlap(verification_text(by_key[row["key"]]),
+                           verification_text(by_key[first[row["key"]] or ""]))
+        assert row["shared"] == labels.shared_value(expected) >= OVERLAP_THRESHOLD, row
 
     # Over the store that holds it (the issue: 2 "new" on the rerun). The kept
     # texts are found by their keys; each copy is looked up again against all 52,
     # where its licence keys have 36 holders, and still finds the text it did.
-    line, again = dedup(pg_dsn, corpus, tmp_path / "again.jsonl")
+    line, again = dedup(pg_dsn, corpus, tmp_path / "again.jsonl", "--skip")
     assert again == first
     assert "unique 52 (0 new), duplicates 24" in line, line
-    # --link stores the copies with duplicate_of: the same decisions
-    line, linked = dedup(pg_dsn, corpus, tmp_path / "linked.jsonl", "--link")
+    # linking (the default) stores the copies with duplicate_of: the same decisions
+    line, linked = dedup(pg_dsn, corpus, tmp_path / "linked.jsonl")
     assert linked == first
     assert "unique 52 (0 new), duplicates 24" in line, line
     with psycopg.connect(pg_dsn) as conn:

@@ -345,7 +345,10 @@ def test_openapi_schema(client: TestClient) -> None:
     assert {"status", "id", "fingerprint", "fingerprint_hex", "duplicate_of", "distance",
             "inserted", "key", "duplicate_key", "existing_key", "error"} == set(
                 schemas["AddOut"]["properties"])
-    assert set(schemas["MatchOut"]["properties"]) == {"id", "key", "distance", "meta"}
+    assert set(schemas["MatchOut"]["properties"]) == {"id", "key", "distance", "meta",
+                                                      "evidence"}
+    assert {"verdict", "similarity", "threshold", "found_by", "keys"} <= set(
+        schemas["Evidence"]["properties"])
     assert set(schemas["FingerprintOut"]["properties"]) == {"fingerprint", "hex", "signed",
                                                             "blocks"}
     assert schemas["Error"]["required"] == ["error", "detail"]
@@ -393,3 +396,27 @@ def test_a_store_over_a_borrowed_connection(pg_dsn: str) -> None:
         conn.close()
         with pytest.raises(ValueError, match="k must be between"):
             SimhashStore.over_connection(conn, handshake, k=65)
+
+
+def test_near_explains_its_matches_when_asked(client: TestClient) -> None:
+    text = ("The harbour master counted forty ships at anchor before the storm came in, "
+            "and the pilots waited for the tide to turn before they went out again.")
+    added = client.post("/v1/documents", json={"text": text, "key": "a"}).json()
+    query = {"text": text.replace("forty", "forty-one")}
+    plain = client.post("/v1/near", json=query).json()["matches"]
+    assert [set(m) for m in plain] == [{"id", "key", "distance", "meta"}]  # as before
+    for r in (client.post("/v1/near?explain=true", json=query),
+              client.post("/v1/near", json=query | {"explain": True})):
+        assert r.status_code == 200, r.text
+        (m,) = r.json()["matches"]
+        ev = m["evidence"]
+        assert ev["id"] == added["id"] and ev["verdict"] == "duplicate" and ev["text_query"]
+        assert ev["distance"] == m["distance"] and ev["similarity"] >= ev["threshold"] == 0.8
+        assert "probe" in ev["found_by"] and ev["lookup"] == "probes"
+    # a fingerprint query: within radius k, nothing else
+    (m,) = client.post("/v1/near?explain=true",
+                       json={"fingerprint": added["fingerprint_hex"]}).json()["matches"]
+    ev = m["evidence"]
+    assert (ev["text_query"], ev["found_by"], ev["similarity"], ev["reach"]) == (
+        False, ["radius"], None, 3)
+    assert client.post("/v1/near?explain=maybe", json=query).status_code == 422

@@ -100,6 +100,8 @@ def test_texts_the_store_does_not_keep_are_said_so(pg_dsn: str) -> None:
         page = client.get(f"/compare?a={a['id']}&b={b['id']}").text
     assert page.count("keeps no text for this document") == 2
     assert 'class="changed"' not in page
+    # the evidence says what decided without texts: the distance (beyond k here)
+    assert "<dd>not found by the look-up: distance " in page
 
 
 def test_reads_that_need_the_token(pg_dsn: str) -> None:

@@ -2,10 +2,13 @@
 
 Reads documents, adds them to the store with dedup on (against what is
 stored and within the input), and writes the unique documents, a duplicates
-report and a summary. Work is committed batch by batch, so Ctrl-C, SIGTERM,
---strict or a lost connection keep everything done so far, and a rerun
-resumes by key. A record the store cannot hold (a bad key) is skipped and
-reported like a malformed line.
+report and a summary. The near-duplicates are stored too, linked to the
+document each duplicates (``--skip``: not stored), so the store can show
+every pair it reported: docs/web.md, "Groups after dedup", says why. Work
+is committed batch by batch, so Ctrl-C, SIGTERM, --strict or a lost
+connection keep everything done so far, and a rerun resumes by key. A
+record the store cannot hold (a bad key) is skipped and reported like a
+malformed line.
 """
 
 from __future__ import annotations
@@ -47,15 +50,18 @@ from simhash_pg.cli.options import (
     workers_option,
 )
 from simhash_pg.cli.signals import StopRequested, StopSignals
+from simhash_pg.labels import shared_value
 from simhash_pg.text.normalize import fix_surrogates
 from simhash_pg.textrules import check_key
 
 if TYPE_CHECKING:
     from simhash_pg.store import AddResult, SimhashStore
 
-# A report row is one document not stored: key, where and text are its own; kept_id and
-# kept_key name the stored document it is a near-duplicate of (error: why it was skipped).
-REPORT_FIELDS = ("key", "where", "kept_id", "kept_key", "distance", "text", "error")
+# A report row is one near-duplicate: key, where and text are its own; kept_id and
+# kept_key name the stored document it is a near-duplicate of, shared is the rule's
+# similarity of the two (labels.shared_value; empty where the rule measures none) and
+# distance the fingerprints' (error: why a record was skipped).
+REPORT_FIELDS = ("key", "where", "kept_id", "kept_key", "shared", "distance", "text", "error")
 SNIPPET = 200
 SHOWN_ERRORS = 20  # skipped records printed on stderr; the report lists them all
 FIRST_BATCH = 100  # documents in the first committed batch; each next one twice as many
@@ -138,11 +144,39 @@ def run_dedup(
     written. A second signal stops at once (the batch in flight is rolled back).
     """
     from simhash_pg.store import AddResult, Doc
+    from simhash_pg.verify.evidence import shares
 
     summary = Summary()
     # every record handed on, in order; a known key carries its result already
     pending: deque[tuple[Record, AddResult | None]] = deque()
     lookup = ExitStack()
+    # the rule's similarity of each duplicate about to be accounted, by id(result)
+    shared: dict[int, float | None] = {}
+
+    def in_order(results: Sequence[AddResult]) -> Iterator[tuple[Record, AddResult]]:
+        """The records the next accounting takes, with their results (pending is not changed)."""
+        it = iter(results)
+        for rec, known in pending:
+            res = known if known is not None else next(it, None)
+            if res is None:
+                return
+            yield rec, res
+
+    def measure(results: Sequence[AddResult]) -> None:
+        """The report's shares of the duplicates about to be accounted: one read of their texts."""
+        shared.clear()
+        if report is None:
+            return
+        dups: list[AddResult] = []
+        pairs: list[tuple[int | str, int]] = []
+        for rec, res in in_order(results):
+            if res.duplicate_of is None or res.error:
+                continue
+            dups.append(res)
+            # a linked duplicate or a known key is stored: its kept text is read, not remade
+            stored = res.id if res.inserted or res.existing_key else None
+            pairs.append((rec.text if stored is None else stored, res.duplicate_of))
+        shared.update((id(res), x) for res, x in zip(dups, shares(store, pairs), strict=True))
 
     def stop(why: str | None) -> bool:
         if why is not None:
@@ -226,9 +260,11 @@ def run_dedup(
             if keep_pairs:
                 summary.pairs.append((rec, res))
             if report is not None:
+                share = shared.get(id(res))
                 report.write({
                     "key": rec.key, "where": rec.where, "kept_id": res.duplicate_of,
                     "kept_key": getattr(res, "duplicate_key", None),
+                    "shared": None if share is None else shared_value(share),
                     "distance": res.distance, "text": rec.text[:SNIPPET],
                 })
         return None
@@ -241,6 +277,7 @@ def run_dedup(
             account(rec, res)
 
     def on_batch(results: Sequence[AddResult]) -> None:
+        measure(results)
         bad: StrictStop | None = None
         for res in results:
             known_in_front()
@@ -268,6 +305,7 @@ def run_dedup(
             store.add_many(batch, dedup=True, batch_size=size, workers=workers,
                            progress=on_batch, on_duplicate="link" if link else "skip")
             size = min(size * 2, batch_size)
+        measure([])
         known_in_front()  # known keys after the last new document
         if on_progress is not None:
             on_progress(summary)
@@ -307,9 +345,10 @@ def run_dedup(
               show_default=True,
               help="Documents per committed batch (the first ones are smaller: 100, 200, "
                    "... so that progress shows early).")
-@click.option("--link", is_flag=True,
-              help="Store near-duplicates too, with duplicate_of set (default: report them "
-                   "and store only the first).")
+@click.option("--link/--skip", default=True, show_default=True,
+              help="--link: store near-duplicates too, with duplicate_of set, so the store "
+                   "(its web page's groups, near, SQL) holds every document and each pair; "
+                   "--skip: store only the documents kept (a smaller store).")
 @click.option("--strict", is_flag=True, help="Stop at the first bad record instead of skipping.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary.")
 def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int | None,
@@ -323,7 +362,8 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int
     line is a JSON object). In a directory each .txt, .md, .html file and each
     text file without an extension is one document (--all-files: every text file).
     Each document is added with dedup on: a near-duplicate of a stored document,
-    or of an earlier one in the input, is reported instead of stored. Reruns are
+    or of an earlier one in the input, is reported, and stored linked to it
+    (duplicate_of; --skip: not stored). --out gets the others. Reruns are
     idempotent by key. Exit codes: 0 done, 1 done with skipped records (or
     nothing read because every file of the input directories was skipped), 2 usage
     error, 3 stopped early by --strict or an error, 130 interrupted (Ctrl-C),

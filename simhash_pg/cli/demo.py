@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from simhash_pg import labels
 from simhash_pg.cli.common import fail, fresh_database
 from simhash_pg.cli.dedup import Summary, run_dedup
 from simhash_pg.cli.inputs import Record
@@ -48,8 +49,10 @@ def _kind(row: dict[str, object]) -> str:
     return "real revision"
 
 
-def _show_pairs(summary: Summary, limit: int, k: int, policy: VerifyPolicy) -> None:
-    """Print up to ``limit`` pairs side by side, one per kind of edit.
+def _show_pairs(summary: Summary, limit: int, k: int, policy: VerifyPolicy,
+                shared: dict[int, float | None]) -> None:
+    """Print up to ``limit`` pairs side by side, one per kind of edit, each led by the
+    rule's share of the two texts (``shared``, by the duplicate's id).
 
     Pairs within k come first (most distant first); pairs beyond k, which only
     the text check of the verified radius finds, after a line that says so.
@@ -72,7 +75,10 @@ def _show_pairs(summary: Summary, limit: int, k: int, policy: VerifyPolicy) -> N
         if beyond and not told:
             told = True
             console.print(beyond_k(k, policy))
-        table = Table(title=f"distance {res.distance}{' (beyond k)' if beyond else ''} · "
+        share = shared.get(res.id) if res.id is not None else None
+        lead = f"{labels.shared(share)} · " if share is not None else ""
+        table = Table(title=f"{lead}{labels.distance(res.distance or 0)}"
+                            f"{' (beyond k)' if beyond else ''} · "
                             f"{kind} · {rec.fields.get('lang')}",
                       show_lines=True, expand=True)
         table.add_column(f"stored: {orig.key}", ratio=1)
@@ -91,12 +97,7 @@ def verified_test(k: int, policy: VerifyPolicy) -> PairTest:
 def beyond_k(k: int, policy: VerifyPolicy) -> str:
     """Why the store reports pairs farther apart than k, in the store's own numbers."""
     test = verified_test(k, policy)
-    if test.threshold is None:
-        return f"Pairs beyond k = {k}: none, with verify = {policy.mode}."
-    return (f"Pairs beyond k = {k}: with verify = {policy.mode} (rule {policy.rule}) the "
-            f"store also looks up fingerprints up to distance {test.radius} (and texts "
-            f"sharing a sentence or a min-hash key), and calls a pair a duplicate when "
-            f"the texts share >= {test.threshold:.0%} by the rule: edits too large for k.")
+    return labels.beyond_k(k, policy, test.radius, test.threshold)
 
 
 def _resolved(summary: Summary) -> Iterator[tuple[Record, AddResult, Record]]:
@@ -167,7 +168,8 @@ class Score:
     found: int = 0  # of them, reported as a duplicate
 
     def lines(self, test: PairTest, policy: VerifyPolicy) -> list[str]:
-        bar = f">= {test.threshold:.0%}" if test.threshold is not None else "the rule's bar"
+        bar = (f">= {labels.percent(test.threshold)}" if test.threshold is not None
+               else "the rule's bar")
         precision = self.right / self.reported if self.reported else 1.0
         recall = self.found / self.labelled if self.labelled else 1.0
         return [
@@ -246,6 +248,7 @@ def command(dsn: str | None, k: int, scheme: SchemeSpec, groups: int) -> None:
     """Dedupe the bundled sample corpus and show what was found."""
     from simhash_pg.data import iter_sample
     from simhash_pg.store import SimhashStore
+    from simhash_pg.verify.evidence import shares
 
     rows = list(iter_sample())
     try:
@@ -263,20 +266,25 @@ def command(dsn: str | None, k: int, scheme: SchemeSpec, groups: int) -> None:
         # link: near-duplicates are stored with duplicate_of set, so the
         # groups are there to query in SQL afterwards.
         summary = run_dedup(store, _records(rows), keep_pairs=True, batch_size=500, link=True)
+        found = [(res.id, res.duplicate_of) for _, res in summary.pairs
+                 if res.id is not None and res.duplicate_of is not None]
+        shared = dict(zip([i for i, _ in found], shares(store, found), strict=True))
         db = store.dsn
         policy, fingerprinter = store.policy, store.fingerprinter
     langs = Counter(str(r["lang"]) for r in rows)
     click.echo(f"simhash-pg demo: {len(rows)} sample documents "
                f"({langs['en']} English, {langs['zh']} Chinese; MIT docs and SPDX licences)")
     test = verified_test(k, policy)
-    click.echo(f"  {summary.line()}; k = {k}, verify = {policy.mode}, rule {policy.rule}: "
-               f"radius {test.radius}, bar "
-               + (f"{test.threshold:.0%}" if test.threshold is not None else "none"))
+    click.echo(f"  {summary.line()}")
+    click.echo(f"  k = {k}, the radius of a fingerprint query; verify = {policy.mode}, rule "
+               f"{policy.rule}: a text looks up fingerprints within radius {test.radius}"
+               + (f" and is a near-duplicate at >= {labels.percent(test.threshold)} shared"
+                  if test.threshold is not None else ", decided by distance alone"))
     for line in score(summary, rows, fingerprinter, policy).lines(test, policy):
         click.echo(line)
     click.echo()
     if groups:
-        _show_pairs(summary, groups, k, policy)
+        _show_pairs(summary, groups, k, policy, shared)
     click.echo("\nThe store is a PostgreSQL database; query it with SQL:")
     exe = command_prefix()
     where = f"--dsn {shlex.quote(_plain(db))}" if dsn else f"--dbname {DEMO_DB}"

@@ -1,33 +1,35 @@
-"""``simhash-pg near``: the stored documents within distance k of a text or fingerprint."""
+"""``simhash-pg near``: the stored near-duplicates of a text, or the fingerprints within k."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import TYPE_CHECKING
 
 import click
 
+from simhash_pg import labels
 from simhash_pg.bits import parse_fingerprint
 from simhash_pg.cli.common import as_dict, echo_json, fail, open_store, text_of
 from simhash_pg.cli.options import SchemeSpec, json_flag, store_options, text_or_file
 
 if TYPE_CHECKING:
-    from simhash_pg.store import SimhashStore
+    from simhash_pg.store import Match, SimhashStore
+    from simhash_pg.verify.evidence import Evidence
+
+
+def _bar(store: SimhashStore, norm: str) -> float:
+    """The rule's bar for a text query (normalised): short or long."""
+    from simhash_pg.verify.jaccard import from_norm, is_short
+
+    return store.policy.threshold(is_short(from_norm(norm).text))
 
 
 def k_for_text(store: SimhashStore, text: str, k: int) -> str:
     """What --k means for a text query that the store verifies, with the store's numbers."""
-    from simhash_pg.verify.jaccard import from_norm, is_short
-
-    policy = store.policy
     norm = store.fingerprinter.normalize(text)
-    bar = policy.threshold(is_short(from_norm(norm).text))
-    return (f"--k {k} found what the store's k = {store.k} finds. A text query under "
-            f"verify = {policy.mode} looks up fingerprints within distance "
-            f"{policy.radius(norm, k)} (and, under verify = all, texts sharing a sentence or "
-            f"a min-hash key), and a match must share >= {bar:.0%} of the text (rule "
-            f"{policy.rule}): k only widens the look-up, the rule decides. With --verify off "
-            "a text match is distance <= k alone; --fingerprint queries by distance only.")
+    return labels.k_unchanged(k, store.k, store.policy, store.policy.radius(norm, k),
+                              _bar(store, norm))
 
 
 @click.command("near")
@@ -35,18 +37,23 @@ def k_for_text(store: SimhashStore, text: str, k: int) -> str:
 @click.option("--fingerprint", "fp", default=None,
               help="Query by a fingerprint (unsigned int or 0x-hex) instead of a text.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="At most this many matches.")
+@click.option("--explain", is_flag=True,
+              help="For each match, what found it (a probe, the radius, a shared key) and "
+                   "what decided it (the rule's share of the text against its bar).")
 @json_flag("Print JSON Lines, one match a line.")
 @store_options
 def command(text: str | None, file: str | None, fp: str | None, limit: int | None,
-            as_json: bool, dsn: str | None, scheme: SchemeSpec, k: int | None,
+            explain: bool, as_json: bool, dsn: str | None, scheme: SchemeSpec, k: int | None,
             verify: str | None) -> None:
-    """Stored documents near TEXT (or --file F, or --fingerprint N), nearest first.
+    """Stored near-duplicates of TEXT (or --file F), or the fingerprints near --fingerprint N.
 
-    A fingerprint matches within distance k. A text is also verified (the
-    store's verify mode): k then only widens the fingerprint look-up, and a
-    match must share enough of the text by the store's rule; with --verify off
-    a text matches within distance k alone.
+    A text is decided by the store's rule: a match shares enough of the text
+    (its similarity leads each result, "92% shared"); k only widens where the
+    look-up goes. k is the radius of a fingerprint query: a fingerprint (and
+    a text under --verify off) matches within Hamming distance k.
     """
+    from simhash_pg.verify.evidence import explain as explain_matches
+
     query: str | int
     if fp is not None:
         if text is not None or file is not None:
@@ -66,20 +73,54 @@ def command(text: str | None, file: str | None, fp: str | None, limit: int | Non
                     and store.policy.verifies
                     and [m.id for m in store.near(query, limit=limit)] == [m.id for m in matches]):
                 click.echo(f"simhash-pg: note: {k_for_text(store, query, k)}", err=True)
+            evidence = explain_matches(store, query, [m.id for m in matches], distance)
         except (ValueError, TypeError) as exc:
             fail(str(exc))
+    by_id = {e.id: e for e in evidence}
+    text_query = any(e.text_query for e in evidence)
     if as_json:
         for m in matches:
-            echo_json(as_dict(m))
+            row = as_dict(m)
+            ev = by_id.get(m.id)
+            if text_query and ev is not None:
+                row = {"shared": None if ev.similarity is None
+                       else labels.shared_value(ev.similarity), **row}
+            if explain and ev is not None:
+                row["evidence"] = dataclasses.asdict(ev)
+            echo_json(row)
         return
     if not matches:
-        click.echo(f"no stored document within distance {distance} (--k)")
+        verified = isinstance(query, str) and store.policy.verifies
+        click.echo(labels.none_found(
+            text_query=verified, k=distance,
+            threshold=_bar(store, store.fingerprinter.normalize(query))
+            if isinstance(query, str) and verified else None))
         return
+    _print(matches, by_id, text_query, distance, explain)
+
+
+def _print(matches: list[Match], by_id: dict[int, Evidence], text_query: bool, k: int,
+           explain: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("distance", "id", "key", "meta")
+    thresholds = {e.threshold for e in by_id.values() if e.threshold is not None}
+    click.echo(labels.found_line(len(matches), text_query=text_query, k=k,
+                                 threshold=min(thresholds) if thresholds else None) + ":")
+    table = Table(*(["shared"] if text_query else []), "distance", "id", "key", "meta")
     for m in matches:
-        table.add_row(str(m.distance), str(m.id), m.key or "",
+        ev = by_id.get(m.id)
+        lead = ([labels.shared(ev.similarity) if ev and ev.similarity is not None else ""]
+                if text_query else [])
+        table.add_row(*lead, str(m.distance), str(m.id), m.key or "",
                       json.dumps(m.meta, ensure_ascii=False) if m.meta else "")
     Console().print(table)
+    if not explain:
+        return
+    for m in matches:
+        ev = by_id.get(m.id)
+        if ev is None:
+            continue
+        click.echo(f"\n#{m.id} {m.key or '(no key)'}")
+        for label, words in labels.evidence_rows(ev):
+            click.echo(f"  {label}: {words}")

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from simhash_pg.cli.inputs import FORMATS
+from simhash_pg.labels import K_HELP
 from simhash_pg.verify import VERIFY_MODES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -57,7 +58,7 @@ def scheme_option(
 
 
 def k_option(
-    help: str = "Hamming distance that counts as a near-duplicate.",
+    help: str = K_HELP,
     *,
     default: int | None = None,
     name: str = "k",
@@ -82,8 +83,7 @@ def store_options(func: F) -> F:
         dsn_option(),
         scheme_option("Fingerprint scheme for a new store (auto, zh-tfidf, words, chars, "
                       "or a JSON dict). An existing store keeps its own."),
-        k_option("Hamming distance that counts as a near-duplicate (default: the "
-                 "store's, 3)."),
+        k_option(f"{K_HELP} Default: the store's, 3."),
         verify_option(),
     )
     for option in reversed(options):

@@ -17,6 +17,7 @@ import os
 import click
 
 from simhash_pg.cli.options import K_RANGE, dsn_option, verify_option
+from simhash_pg.labels import K_HELP
 from simhash_pg.serve.settings import LOOPBACK_HOSTS, TOKEN_ENV
 
 # One worker process per core: fingerprinting is CPU-bound under the GIL,
@@ -90,8 +91,7 @@ def _hosts(host: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--pool-size", type=click.IntRange(1, 1000), default=16, show_default=True,
               help="Most PostgreSQL connections per worker.")
 @click.option("--k", type=K_RANGE, default=3, show_default=True,
-              help="Hamming distance that counts as a near-duplicate (a request may ask "
-                   "near with its own k).")
+              help=f"{K_HELP} A request may ask near with its own k.")
 @verify_option()
 @click.option("--on-duplicate", type=click.Choice(["skip", "link"]), default="skip",
               show_default=True, help="skip: a near-duplicate is not stored; link: it is, "

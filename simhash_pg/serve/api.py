@@ -38,6 +38,8 @@ from simhash_pg.serve.models import (
 )
 from simhash_pg.store import AddResult, Doc, Match, SimhashStore
 from simhash_pg.store.checks import MAX_BIGINT
+from simhash_pg.verify.evidence import Evidence
+from simhash_pg.verify.evidence import explain as explain_matches
 
 __all__ = ["router"]
 
@@ -59,8 +61,10 @@ def add_out(r: AddResult) -> AddOut:
     )
 
 
-def _matches(found: list[Match]) -> NearOut:
-    return NearOut(matches=[MatchOut(id=m.id, key=m.key, distance=m.distance, meta=m.meta)
+def _matches(found: list[Match], evidence: list[Evidence] | None = None) -> NearOut:
+    by_id = {e.id: e for e in evidence or ()}
+    return NearOut(matches=[MatchOut(id=m.id, key=m.key, distance=m.distance, meta=m.meta,
+                                     evidence=by_id.get(m.id))
                             for m in found])
 
 
@@ -69,9 +73,13 @@ def run_add(store: SimhashStore, body: AddIn) -> AddResult:
     return store.add(body.document(), key=body.key, meta=body.meta, dedup=body.dedup)
 
 
-def run_near(store: SimhashStore, body: NearIn) -> NearOut:
-    """POST /v1/near's work."""
-    return _matches(store.near(body.document(), k=body.k, limit=body.limit))
+def run_near(store: SimhashStore, body: NearIn, explain: bool = False) -> NearOut:
+    """POST /v1/near's work; with ``explain`` (or the body's), each match's evidence."""
+    found = store.near(body.document(), k=body.k, limit=body.limit)
+    if not (explain or body.explain):
+        return _matches(found)
+    return _matches(found, explain_matches(store, body.document(), [m.id for m in found],
+                                           body.k))
 
 
 def run_near_batch(store: SimhashStore, body: NearBatchIn) -> NearBatchOut:
@@ -105,8 +113,10 @@ async def add_batch(body: BatchAddIn, request: Request) -> list[AddOut]:
 
 @router.post("/near", dependencies=reads, response_model=NearOut,
              summary="Stored documents near a text or fingerprint, nearest first")
-async def near(body: NearIn, request: Request) -> NearOut:
-    return await with_store(request, lambda store: run_near(store, body))
+async def near(body: NearIn, request: Request,
+               explain: Annotated[bool, Query(description="As the body's explain.")] = False,
+               ) -> NearOut:
+    return await with_store(request, lambda store: run_near(store, body, explain))
 
 
 @router.post("/near/batch", dependencies=reads, response_model=NearBatchOut,

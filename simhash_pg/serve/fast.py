@@ -63,8 +63,9 @@ class FastPath:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # a query string (/v1/near?explain=true) is a parameter: FastAPI reads those
         hot = (_ROUTES.get(scope["path"]) if scope["type"] == "http"
-               and scope["method"] == "POST" else None)
+               and scope["method"] == "POST" and not scope.get("query_string") else None)
         if hot is None:
             await self.app(scope, receive, send)
             return

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from simhash_pg.bits import check_fingerprint, parse_fingerprint
 from simhash_pg.store.checks import MAX_BIGINT, MAX_K
+from simhash_pg.verify.evidence import Evidence
 
 __all__ = [
     "MAX_BATCH",
@@ -105,10 +106,14 @@ class BatchAddIn(_Strict):
 
 
 class NearIn(QueryIn):
-    k: int | None = Field(None, ge=0, le=MAX_K, description="Hamming distance (default: the "
-                          "server's).")
+    k: int | None = Field(None, ge=0, le=MAX_K, description="The Hamming radius of a "
+                          "fingerprint query (default: the server's). A text query is decided "
+                          "by the store's rule, the share of the text; k only widens where "
+                          "its look-up goes.")
     limit: int | None = Field(None, ge=1, le=MAX_BIGINT, description="At most this many "
                               "matches.")
+    explain: bool = Field(False, description="Give each match its evidence: what found it "
+                          "and what decided it (also ?explain=true).")
 
 
 class NearBatchIn(_Strict):
@@ -141,8 +146,13 @@ class AddOut(BaseModel):
 class MatchOut(BaseModel):
     id: int
     key: str | None
-    distance: int
+    distance: int = Field(description="Hamming distance of the fingerprints, of 64 bits.")
     meta: dict[str, Any] | None = None
+    evidence: Evidence | None = Field(
+        None, exclude_if=lambda v: v is None,
+        description="With explain: what found the match (the radius, a probe, a key both "
+        "texts hold) and what decided it (the rule's similarity, the share of the text, "
+        "against its threshold; or the distance alone).")
 
 
 class NearOut(BaseModel):

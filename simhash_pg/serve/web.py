@@ -29,6 +29,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from simhash_pg import labels
 from simhash_pg.bits import hamming, to_unsigned
 from simhash_pg.serve import api
 from simhash_pg.serve.deps import Store, get_state, require_read
@@ -36,7 +37,8 @@ from simhash_pg.serve.models import hex64
 from simhash_pg.serve.textdiff import diff, lang_of
 from simhash_pg.store import SimhashStore
 from simhash_pg.store.checks import MAX_BIGINT, MAX_K, check_key
-from simhash_pg.verify.jaccard import from_norm
+from simhash_pg.verify.evidence import Evidence, explain, explain_stored, shares
+from simhash_pg.verify.jaccard import from_norm, is_short
 
 __all__ = ["router"]
 
@@ -48,6 +50,9 @@ _env = jinja2.Environment(
 )
 _env.filters["lang"] = lang_of
 _env.filters["hex64"] = hex64
+_env.filters["shared"] = labels.shared
+_env.globals["evidence_rows"] = labels.evidence_rows
+_env.globals["K_HELP"] = labels.K_HELP
 _env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)
 
 _STATIC = {"web.css": "text/css; charset=utf-8",
@@ -144,12 +149,26 @@ class SearchIn(BaseModel):
 def search(body: SearchIn, request: Request, store: Store) -> HTMLResponse:
     """The near-duplicates of a pasted text: an HTML fragment the page puts in place."""
     matches = store.near(body.text, k=body.k, limit=PAGE_SIZE)
+    ids = [m.id for m in matches]
     # their stored rows in one round trip, shown in near's order (nearest first)
     found = {r[0]: _row(r) for r in store.connection.execute(
-        _ROW + " WHERE id = ANY(%s)", [[m.id for m in matches]]).fetchall()}
-    rows = [found[m.id] | {"distance": m.distance} for m in matches if m.id in found]
-    return _render(request, "_matches.html", matches=rows, k=body.k or store.k,
+        _ROW + " WHERE id = ANY(%s)", [ids]).fetchall()}
+    k = store.k if body.k is None else body.k
+    evidence = {e.id: e for e in explain(store, body.text, ids, k)}
+    rows = [found[m.id] | {"distance": m.distance, "evidence": evidence.get(m.id)}
+            for m in matches if m.id in found]
+    text_query = store.policy.verifies
+    bar = _bar(store, body.text) if text_query else None
+    return _render(request, "_matches.html", matches=rows, k=k, text_query=text_query,
+                   found=labels.found_line(len(rows), text_query=text_query, k=k,
+                                           threshold=bar)
+                   if rows else labels.none_found(text_query=text_query, k=k, threshold=bar),
                    fingerprint=store.fingerprint(body.text))
+
+
+def _bar(store: SimhashStore, text: str) -> float:
+    """The rule's bar for a text query: a short text's or a long one's."""
+    return store.policy.threshold(is_short(_normalise(store, text)))
 
 
 class CompareTextIn(BaseModel):
@@ -157,6 +176,7 @@ class CompareTextIn(BaseModel):
 
     text: str = Field(min_length=1)
     b: int = Field(ge=1, le=MAX_BIGINT)
+    k: int | None = Field(None, ge=0, le=MAX_K)  # the search's k: the evidence is at it
 
 
 @router.post("/compare-text", response_class=HTMLResponse,
@@ -169,13 +189,15 @@ def compare_text(body: CompareTextIn, request: Request, store: Store) -> HTMLRes
     fp = store.fingerprint(body.text)
     pasted = {"id": None, "key": "(your text)", "fingerprint": fp, "duplicate_of": None,
               "created_at": None, "meta": None, "text": _normalise(store, body.text)}
-    return _render(request, "_compare.html", **_comparison(pasted, doc))
+    (evidence,) = explain(store, body.text, [body.b], body.k)
+    return _render(request, "_compare.html", **_comparison(pasted, doc, evidence))
 
 
-def _comparison(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+def _comparison(a: dict[str, Any], b: dict[str, Any], evidence: Evidence | None
+                ) -> dict[str, Any]:
     both = a["text"] is not None and b["text"] is not None
     return {"a": a, "b": b, "distance": hamming(a["fingerprint"], b["fingerprint"]),
-            "diff": diff(a["text"], b["text"]) if both else None}
+            "diff": diff(a["text"], b["text"]) if both else None, "evidence": evidence}
 
 
 @router.get("/compare", response_class=HTMLResponse)
@@ -195,8 +217,10 @@ def compare(request: Request, store: Store,
             what = f"the id {doc_id}" if doc_id is not None else f"the key {key!r}"
             return _not_found(request, f"no stored document has {what}")
         docs.append(doc)
+    # b looks up a: a group's member its head, a duplicate the document it duplicates
+    evidence = explain_stored(store, docs[1]["id"], docs[0]["id"])
     return _render(request, "compare.html", title="Compare", verify=store.verify,
-                   **_comparison(docs[0], docs[1]))
+                   **_comparison(docs[0], docs[1], evidence))
 
 
 @router.get("/groups", response_class=HTMLResponse)
@@ -205,8 +229,11 @@ def groups(request: Request, store: Store,
     if (locked := _locked(request)) is not None:
         return locked
     page = api.read_groups(store, limit=PAGE_SIZE, after=after)
+    members = [(m.id, g.id) for g in page.groups for m in g.members]
+    # each member's share of the text of the document it duplicates, as its compare says
+    shared = dict(zip(members, shares(store, members), strict=True))
     return _render(request, "groups.html", title="Duplicate groups", groups=page.groups,
-                   after=after, next_after=page.next_after,
+                   shared=shared, after=after, next_after=page.next_after,
                    on_duplicate=get_state(request).settings.on_duplicate)
 
 

@@ -54,7 +54,9 @@ async function compareText(event) {
   if (!button) return;
   const out = $("compare");
   try {
-    const r = await post("/compare-text", { text: $("text").value, b: Number(button.dataset.id) });
+    const body = query();  // the search's text and k: the evidence is at that k
+    body.b = Number(button.dataset.id);
+    const r = await post("/compare-text", body);
     out.innerHTML = await r.text();
     out.scrollIntoView({ behavior: "smooth", block: "start" });
   } catch (err) { showError(out, err); }
