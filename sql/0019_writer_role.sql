@@ -13,9 +13,11 @@
 --   SELECT on the tables, EXECUTE on the read functions;
 -- - INSERT, UPDATE (backfill-keys sets sentence_hashes) and DELETE (remove,
 --   purge) on simhash_documents, and USAGE on its id sequence. The key
---   tables are kept by SECURITY DEFINER triggers; simhash_meta (the scheme,
---   the layout) stays read-only: the owner records it when it first opens
---   the store;
+--   tables are kept by SECURITY DEFINER triggers;
+-- - INSERT on simhash_meta: the first store opened records the scheme, the
+--   verify mode, the probes, the rule and the partition interval, and that
+--   may be a writer's (serve --dsn on a store just upgraded). Recorded once
+--   (ON CONFLICT DO NOTHING): no UPDATE or DELETE, a record stays the owner's;
 -- - EXECUTE on simhash_add and simhash_writer_lock (PUBLIC's too; granted
 --   by name so that they stay the writer's if PUBLIC's grant goes), and on
 --   simhash_ensure_partitions, which makes the partitions ahead. It becomes
@@ -47,6 +49,7 @@ $$;
 -- a writer reads what a reader reads, also what later revisions grant it
 GRANT simhash_reader TO simhash_writer;
 GRANT INSERT, UPDATE, DELETE ON simhash_documents TO simhash_writer;
+GRANT INSERT ON simhash_meta TO simhash_writer;
 GRANT USAGE ON SEQUENCE simhash_documents_id_seq TO simhash_writer;
 GRANT EXECUTE ON FUNCTION
     simhash_add(bigint, text, jsonb, integer, text),

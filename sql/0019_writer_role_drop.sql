@@ -34,6 +34,7 @@ BEGIN
         RETURN;
     END IF;
     REVOKE ALL ON simhash_documents FROM simhash_writer;
+    REVOKE ALL ON simhash_meta FROM simhash_writer;
     REVOKE ALL ON SEQUENCE simhash_documents_id_seq FROM simhash_writer;
     REVOKE ALL ON FUNCTION
         simhash_add(bigint, text, jsonb, integer, text),
