@@ -125,7 +125,7 @@ def ensure_serve_login(conn: Any, *, read_only: bool) -> str:
                 conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(role))
                 conn.execute(sql.SQL("COMMENT ON ROLE {} IS {}").format(
                     role, sql.Literal(_COMMENT.format(group=group))))
-        except psycopg.errors.DuplicateObject:
+        except (psycopg.errors.DuplicateObject, psycopg.errors.UniqueViolation):
             pass  # another serve made it at the same moment
     else:
         can_login, *powers = found
