@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,3 +116,34 @@ def pg(postgresql: psycopg.Connection) -> psycopg.Connection:
     """The test database's connection, in autocommit mode."""
     postgresql.autocommit = True
     return postgresql
+
+
+@pytest.fixture
+def login_dsn(pg: psycopg.Connection, pg_dsn: str) -> Iterator[Callable[[str], str]]:
+    """login_dsn(group) -> the DSN of a new LOGIN role, with a password, that is a member of
+    ``group`` (simhash_writer, simhash_reader): what a user gives ``serve --dsn``. Roles
+    are the whole server's: each one is dropped at the end."""
+    import secrets
+
+    from psycopg import sql
+
+    made: list[str] = []
+
+    def make(group: str) -> str:
+        role, password = f"shpg_login_{secrets.token_hex(4)}", secrets.token_hex(12)
+        pg.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {} IN ROLE {}").format(
+            sql.Identifier(role), sql.Literal(password), sql.Identifier(group)))
+        made.append(role)
+        params = conninfo_to_dict(pg_dsn) | {"user": role, "password": password}
+        return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
+
+    yield make
+    for role in made:
+        pg.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+        pg.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+@pytest.fixture
+def writer_dsn(login_dsn: Callable[[str], str]) -> str:
+    """A DSN of a new member of simhash_writer: what ``serve --dsn`` should be given."""
+    return login_dsn("simhash_writer")

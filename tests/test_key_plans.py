@@ -150,7 +150,7 @@ def _read_keys(plans_of: Callable[[], Any], conn: psycopg.Connection[Any]) -> bo
 
 def test_every_key_look_up_walks_an_index_on_a_big_store(
         big: dict[str, Any], pg: psycopg.Connection, pg_dsn: str, simhash_pg_server: Any,
-        tmp_path: Path) -> None:
+        writer_dsn: str, tmp_path: Path) -> None:
     boiler, own = big["boiler"], big["id"]
     with SimhashStore(pg_dsn) as store:
         conn = store.connection
@@ -212,7 +212,7 @@ def test_every_key_look_up_walks_an_index_on_a_big_store(
         proc = subprocess.run([exe, "dedup", str(src), "--dsn", pg_dsn], capture_output=True,
                               text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
-        with served(pg_dsn, token="t") as server:
+        with served(writer_dsn, token="t") as server:
             for path, body in (("/v1/near", {"text": COPY_OF}),
                                ("/v1/near/batch", {"docs": [{"text": COPY_OF},
                                                             {"text": OTHER}]}),

@@ -425,6 +425,34 @@ def test_migration_0014_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
     migrate.check(pg_dsn)
 
 
+def test_migration_0019_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
+    """0019 adds the pair forms; the old argument lists keep searching by single
+    blocks across the upgrade, and the downgrade restores their definitions."""
+    rnd = random.Random(19)
+    fps = [rnd.getrandbits(64) for _ in range(200)]
+    fps += [fps[0] ^ (1 << 40), fps[0] ^ (1 << 3) ^ (1 << 20) ^ (1 << 60)]  # 1 and 3 bits away
+    load(pg, [Row(fp, "t", i) for i, fp in enumerate(fps)])
+    p = [[b] for b in blocks(fps[0])]
+    old = ("SELECT id, distance FROM simhash_near_probes_candidates(%s, %s::smallint[],"
+           " %s::smallint[], %s::smallint[], %s::smallint[], 13, NULL, NULL, NULL, 0)")
+    before = pg.execute(old, [to_signed(fps[0]), *p]).fetchall()
+    pairs = sql_candidates(pg, fps[0], p, 13, True)
+    assert {1, len(fps) - 1, len(fps)} <= {i for i, _ in pairs}  # within 3 bits: found
+    assert pairs == [(i + 1, d) for d, i in sorted(
+        (hamming(fps[0], f), i) for i, f in enumerate(fps) if pair_matches(fps[0], p, 13, f))]
+    new_forms = ["simhash_block_near1(bigint, integer)",
+                 "simhash_probe_matches(bigint[], smallint[], integer[], boolean[])"]
+    assert migrate.downgrade_losses_between("0019", "0018") == []
+    migrate.downgrade(pg_dsn, "0018")
+    assert [pg.execute("SELECT to_regprocedure(%s) IS NOT NULL", [f]).fetchone()
+            for f in new_forms] == [(False,), (False,)]
+    assert pg.execute(old, [to_signed(fps[0]), *p]).fetchall() == before
+    migrate.upgrade(pg_dsn)
+    assert pg.execute(old, [to_signed(fps[0]), *p]).fetchall() == before
+    assert sql_candidates(pg, fps[0], p, 13, True) == pairs
+    migrate.check(pg_dsn)
+
+
 @given(st.lists(st.tuples(*[st.lists(st.integers(-32768, 32767), max_size=5)] * 4),
                 min_size=1, max_size=4).filter(lambda ps: any(b for p in ps for b in p)))
 @HYPO

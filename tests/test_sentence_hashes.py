@@ -370,7 +370,7 @@ def test_migration_0016_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
     assert with_hash == [(4,), (10,)]  # its own row, and the row holding hash 1009
     new_form = "simhash_near_probes_candidates(bigint, smallint[], smallint[], smallint[]," \
         " smallint[], integer, bigint, bigint[], bigint[], integer)"
-    assert migrate.downgrade_losses_between(migrate.HEAD, "0015") == []
+    assert migrate.downgrade_losses_between("0019", "0015") == []  # 0020 drops a role
     migrate.downgrade(pg_dsn, "0015")
     assert pg.execute("SELECT to_regprocedure(%s)", [new_form]).fetchone() == (None,)
     assert pg.execute(form_0015, [to_signed(q), *p, [1009]]).fetchall() == with_hash

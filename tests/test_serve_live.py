@@ -56,11 +56,11 @@ def _client(url: str, index: int, families: list[list[str]], barrier: threading.
     pytest.param(True, id="adds-and-batches", marks=pytest.mark.slow),  # ~45 s more
 ])
 def test_concurrent_http_adds_store_no_duplicates(pg: psycopg.Connection, pg_dsn: str,
-                                                  batches: bool) -> None:
+                                                  writer_dsn: str, batches: bool) -> None:
     families = make_texts()
     barrier = threading.Barrier(CLIENTS)
     start = time.perf_counter()
-    with served(pg_dsn, workers=2) as server, ThreadPoolExecutor(CLIENTS) as pool:
+    with served(writer_dsn, workers=2) as server, ThreadPoolExecutor(CLIENTS) as pool:
         done = list(pool.map(lambda i: _client(server.url, i, families, barrier, batches),
                              range(CLIENTS)))
         assert server.stop() == 0
@@ -79,10 +79,11 @@ def _server_connections(pg: psycopg.Connection, pg_dsn: str) -> int:
     return int(row[0]) if row else 0
 
 
-def test_shutdown_drains_the_requests_in_flight(pg: psycopg.Connection, pg_dsn: str) -> None:
+def test_shutdown_drains_the_requests_in_flight(pg: psycopg.Connection, pg_dsn: str,
+                                                writer_dsn: str) -> None:
     docs = [{"text": r["text"], "key": f"k{i}"} for i, r in enumerate(iter_sample())][:400]
     got: dict[str, Any] = {}
-    with served(pg_dsn, "--graceful-timeout", "60") as server:
+    with served(writer_dsn, "--graceful-timeout", "60") as server:
         assert _server_connections(pg, pg_dsn) >= 1
 
         def add() -> None:
@@ -110,13 +111,13 @@ def _readme_http_lines() -> list[str]:
             if line.strip().startswith("curl ")]
 
 
-def test_readme_curl_examples_run_as_written(pg_dsn: str) -> None:
+def test_readme_curl_examples_run_as_written(writer_dsn: str) -> None:
     lines = _readme_http_lines()
     paths = {"/v1/documents ", "/v1/documents/batch", "/v1/near ", "/v1/near/batch",
              "/v1/documents/a", "/v1/fingerprint", "/v1/stats", "/v1/groups",
              "DELETE http://127.0.0.1:8000/v1/documents/1", "/healthz", "/metrics"}
     assert all(any(p in line for line in lines) for p in paths), "an endpoint lacks its curl"
-    with served(pg_dsn, token="s3cret") as server:
+    with served(writer_dsn, token="s3cret") as server:
         port = server.url.rsplit(":", 1)[1]
         env = {"SIMHASH_PG_TOKEN": "s3cret", "PATH": os.environ["PATH"]}
         for line in lines:
@@ -133,9 +134,10 @@ def test_readme_curl_examples_run_as_written(pg_dsn: str) -> None:
 
 
 @pytest.mark.parametrize("flag", [(), ("--access-log",)], ids=["default", "access-log"])
-def test_no_access_log_unless_asked(pg_dsn: str, tmp_path: Any, flag: tuple[str, ...]) -> None:
+def test_no_access_log_unless_asked(writer_dsn: str, tmp_path: Any,
+                                    flag: tuple[str, ...]) -> None:
     log = tmp_path / "serve.log"
-    with log.open("wb") as out, served(pg_dsn, "--log-level", "info", *flag,
+    with log.open("wb") as out, served(writer_dsn, "--log-level", "info", *flag,
                                        log=out) as server:
         assert httpx.post(server.url + "/v1/near", json={"fingerprint": 1}).status_code == 200
     lines = [line for line in log.read_text().splitlines() if "POST /v1/near" in line]
@@ -155,11 +157,11 @@ def test_serve_bench_runs_both_paths(pg_dsn: str, capsys: pytest.CaptureFixture[
         assert all(float(r[-1]) > 0 for r in rows), out  # the callers' CPU per call
 
 
-def test_bench_client_reads_every_response_and_reconnects(pg_dsn: str) -> None:
+def test_bench_client_reads_every_response_and_reconnects(writer_dsn: str) -> None:
     """The bench's raw client: keep-alive, statuses as sent, a closed connection reopened."""
     from lab.bench._http import RawClient, encode_post
 
-    with served(pg_dsn, "--max-body", "1024", token="s3cret") as server:
+    with served(writer_dsn, "--max-body", "1024", token="s3cret") as server:
         http = RawClient(server.url)
         near = encode_post(http.host, "/v1/near", {"fingerprint": 12345})
         status, body = http.send(near)

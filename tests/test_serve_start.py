@@ -39,11 +39,11 @@ def test_a_non_loopback_host_needs_a_token(pg_dsn: str) -> None:
 
 
 def test_more_connections_than_the_server_has_are_refused(pg: psycopg.Connection,
-                                                          pg_dsn: str) -> None:
+                                                          writer_dsn: str) -> None:
     row = pg.execute("SELECT current_setting('max_connections'), "
                      "current_setting('superuser_reserved_connections')").fetchone()
     assert row is not None
-    done = _serve(pg_dsn, "--workers", "1", "--pool-size", "1000")
+    done = _serve(writer_dsn, "--workers", "1", "--pool-size", "1000")
     assert done.returncode == 2, done.stderr
     assert "1001 connections" in done.stderr, done.stderr
     assert f"max_connections {row[0]}" in done.stderr
@@ -67,12 +67,13 @@ def test_a_token_file_must_be_the_users_own_and_private(pg_dsn: str, tmp_path: P
     assert done.returncode == 2 and "--token-file" in done.stderr, done.stderr
 
 
-def test_a_served_token_file_and_host_names(pg_dsn: str, tmp_path: Path) -> None:
+def test_a_served_token_file_and_host_names(writer_dsn: str, tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("s3cret\n")
     token.chmod(0o600)
     auth = {"Authorization": "Bearer s3cret"}
-    with served(pg_dsn, "--token-file", str(token), "--allowed-host", "store.example") as server:
+    with served(writer_dsn, "--token-file", str(token), "--allowed-host",
+                "store.example") as server:
         add = {"text": TEXT}
         r = httpx.post(server.url + "/v1/documents", json=add)
         assert r.status_code == 401
@@ -87,8 +88,8 @@ def test_a_served_token_file_and_host_names(pg_dsn: str, tmp_path: Path) -> None
         assert r.status_code == 200 and r.json()["rows"] == 1
 
 
-def test_a_chunked_body_over_the_limit_closes_the_connection(pg_dsn: str) -> None:
-    with served(pg_dsn, "--max-body", "1024") as server:
+def test_a_chunked_body_over_the_limit_closes_the_connection(writer_dsn: str) -> None:
+    with served(writer_dsn, "--max-body", "1024") as server:
         port = int(server.url.rsplit(":", 1)[1])
         # under uvicorn's keep-alive timeout (5 s), after which it closes any idle connection
         with socket.create_connection(("127.0.0.1", port), timeout=3) as s:

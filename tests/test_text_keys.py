@@ -208,7 +208,7 @@ def test_migration_0017_round_trip(pg: psycopg.Connection, pg_dsn: str) -> None:
     args = [to_signed(q), *[[b] for b in blocks(q)], [5, 103, 999]]
     before = pg.execute(single, args).fetchall()
     assert sorted(before) == [(4,), (6,), (26,), (46,)]  # itself; 5 is held by rows 6, 26, 46
-    assert migrate.downgrade_losses_between(migrate.HEAD, "0016") == []
+    assert migrate.downgrade_losses_between("0019", "0016") == []  # 0020 drops a role
     migrate.upgrade(pg_dsn)  # fills the table from the rows stored
     keys_as_defined(pg, upgraded=True)
     assert pg.execute("SELECT to_regclass('simhash_documents_sentence_hashes_idx')"

@@ -50,21 +50,25 @@ class Served:
 
 
 @contextlib.contextmanager
-def served(dsn: str, *args: str, workers: int = 1, token: str | None = None,
-           start_timeout: float = 60.0, log: IO[bytes] | None = None) -> Iterator[Served]:
+def served(dsn: str | None, *args: str, workers: int = 1, token: str | None = None,
+           start_timeout: float = 60.0, log: IO[bytes] | None = None,
+           env: dict[str, str] | None = None) -> Iterator[Served]:
     """Run ``simhash-pg serve --dsn DSN --workers N ARGS...`` until the block ends.
 
-    Its output (uvicorn's log: stderr; its access log: stdout) goes to ``log``
-    (a file), else to this process's.
+    ``dsn`` None: without --dsn, the embedded server (``env`` may name its
+    SIMHASH_PG_HOME). Its output (uvicorn's log: stderr; its access log:
+    stdout) goes to ``log`` (a file), else to this process's.
     """
     port = free_port()
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("SIMHASH_PG_TOKEN", "SIMHASH_PG_DSN", "SIMHASH_PG_SERVE_SETTINGS")}
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("SIMHASH_PG_TOKEN", "SIMHASH_PG_DSN", "SIMHASH_PG_SERVE_SETTINGS")}
+    environ |= env or {}
     if token is not None:
-        env["SIMHASH_PG_TOKEN"] = token
-    cmd = [sys.executable, "-m", "simhash_pg.cli", "serve", "--dsn", dsn, "--port", str(port),
+        environ["SIMHASH_PG_TOKEN"] = token
+    where = ["--dsn", dsn] if dsn is not None else []
+    cmd = [sys.executable, "-m", "simhash_pg.cli", "serve", *where, "--port", str(port),
            "--workers", str(workers), "--log-level", "warning", *args]
-    process = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=log,
+    process = subprocess.Popen(cmd, env=environ, start_new_session=True, stdout=log,
                                stderr=log)
     server = Served(f"http://127.0.0.1:{port}", process)
     try:

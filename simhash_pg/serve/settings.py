@@ -81,6 +81,8 @@ class Settings:
     allowed_hosts: the names a request's Host header may give (without the
     port; IPv6 without brackets; ``*.example.com`` and ``*`` as Starlette's
     TrustedHostMiddleware takes them); any other gets 400.
+    read_only: every write is refused (403) before the database is asked
+    (``serve --read-only``, which also logs in as a reader).
     """
 
     dsn: str | None = None
@@ -96,6 +98,7 @@ class Settings:
     lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT
     migrate: bool = False
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    read_only: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "allowed_hosts", tuple(self.allowed_hosts))  # JSON gives a list

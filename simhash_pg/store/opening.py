@@ -316,9 +316,10 @@ def _ensure_rule(conn: psycopg.Connection[Any], dsn: str, new_store: bool) -> in
 def _ensure_partitions(conn: psycopg.Connection[Any]) -> None:
     """Make today's and the next days' partitions, if missing (best effort).
 
-    Only the table's owner may: a writer or reader role gets a permission
-    error, ignored here (``simhash-pg purge``, run by the owner, makes
-    them too; rows of a missing day wait in the default partition).
+    The table's owner may, and since revision 0020 a member of
+    simhash_writer (within the store's layout); anyone else gets a
+    permission error, ignored here (``simhash-pg purge``, run by the owner,
+    makes them too; rows of a missing day wait in the default partition).
     """
     # one short try: an open must not queue writers behind a session holding the table
     with contextlib.suppress(psycopg.Error):

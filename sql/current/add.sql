@@ -226,3 +226,10 @@ BEGIN
                    ' SET search_path = %I, pg_temp', current_schema());
 END
 $$;
+-- PUBLIC may run both (simhash_writer_lock serves writers only, simhash_add
+-- runs with the caller's rights); the writer role holds them by name too
+-- (revision 0020)
+GRANT EXECUTE ON FUNCTION
+    simhash_add(bigint, text, jsonb, integer, text),
+    simhash_writer_lock(text, integer[], integer[], text[], integer[])
+TO simhash_writer;

@@ -12,8 +12,9 @@
 -- other partition covers, so an insert never fails. Retention drops whole
 -- partitions (docs/design.md, "Time: partitions"; docs/operations.md,
 -- "Retention"). Partition maintenance is the owner's: nobody else may run
--- these, but the analyst may list the partitions. Lock key (1397246981, 0):
--- one maintenance at a time.
+-- these, but the analyst may list the partitions, and a writer
+-- (simhash_writer, revision 0020) may make the partitions ahead. Lock key
+-- (1397246981, 0): one maintenance at a time.
 
 -- The partitions and their bounds (UTC; -infinity for MINVALUE; the default
 -- partition has NULL bounds).
@@ -196,10 +197,12 @@ $$;
 -- Idempotent, safe to run at once from several sessions (they take turns).
 -- The store runs it on open when it has a retention window, `simhash-pg
 -- purge` before purging (simhash_pg.store.retention.DAYS_AHEAD days ahead).
+-- SECURITY DEFINER (revision 0020): simhash_writer may run it too, but only
+-- the owner may lay out another interval or more than 7 days ahead.
 CREATE OR REPLACE FUNCTION simhash_ensure_partitions(days_ahead integer DEFAULT 1,
                                                      p_interval text DEFAULT NULL)
 RETURNS SETOF text
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER AS $$
 DECLARE
     v_today date := (now() AT TIME ZONE 'UTC')::date;
     v_interval text := coalesce(p_interval, simhash_partition_interval());
@@ -208,6 +211,17 @@ BEGIN
     IF days_ahead IS NULL OR days_ahead < 0 OR days_ahead > 366 THEN
         RAISE EXCEPTION 'simhash: days_ahead must be between 0 and 366, got %',
             coalesce(days_ahead::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    -- session_user: the caller, which current_user is not in here
+    IF (days_ahead > 7 OR v_interval IS DISTINCT FROM simhash_partition_interval())
+       AND NOT pg_has_role(session_user, (SELECT c.relowner FROM pg_class c
+                                          WHERE c.oid = 'simhash_documents'::regclass),
+                           'USAGE') THEN
+        RAISE EXCEPTION 'permission denied for function simhash_ensure_partitions'
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('role %s does not own the store: it may make the %s '
+                                  'partitions of the store''s interval, at most 7 days ahead',
+                                  session_user, simhash_partition_interval());
     END IF;
     FOR d IN 0..days_ahead LOOP
         v_name := simhash_create_partition(v_today + d, v_interval);
@@ -313,3 +327,13 @@ REVOKE EXECUTE ON FUNCTION
     simhash_drop_partitions(interval)
 FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION simhash_partitions() TO simhash_reader;
+
+DO $$
+BEGIN
+    -- SECURITY DEFINER: no schema on the search path but ours
+    EXECUTE format('ALTER FUNCTION simhash_ensure_partitions(integer, text)'
+                   ' SET search_path = %I, pg_temp', current_schema());
+END
+$$;
+-- the partitions ahead: a writer's too (revision 0020), within the store's layout
+GRANT EXECUTE ON FUNCTION simhash_ensure_partitions(integer, text) TO simhash_writer;
