@@ -480,7 +480,8 @@ class Rule:
     def label(self) -> str:
         """The row name: the store's verify mode (see :func:`simhash_pg.verify.accept`)."""
         if self.long_verify and self.probe_t is not None:
-            name = f"simhash-pg verify=all probes T={self.probe_t} cap {self.probe_cap}"
+            name = (f"simhash-pg verify=all probes T={self.probe_t} cap {self.probe_cap}"
+                    f" (long texts: pairs of {V.PROBE_PAIRS})")
         elif self.long_verify:
             name = f"simhash-pg verify=all k={self.long_k}"
         elif self.short_verify:
