@@ -290,6 +290,13 @@ def _measure(dsn: str, qs: list[str], clients: int, seconds: float, rounds: int,
     plan_shapes(dsn, qs)
     figures = bench_text.adds(dsn, clients, seconds, seed, rounds)
     bench_text.print_table(lat, found, len(qs), figures)
+    single = lat.get(bench_text.SINGLE_BLOCKS)
+    if single:
+        click.echo(f"all with long texts by single blocks (before revision 0019), side by side: "
+                   f"near p50 {pct(single, 50):.2f} ms, p99 {pct(single, 99):.2f} "
+                   f"({pct(single, 50) / pct(lat['short'], 50):.2f}x short's), found "
+                   f"{100 * found[bench_text.SINGLE_BLOCKS] / len(qs):.0f}%; pairs/single "
+                   f"p50 {pct(lat['all'], 50) / pct(single, 50):.2f}x")
     click.echo(f"all/short: near p50 {pct(lat['all'], 50) / pct(lat['short'], 50):.2f}x, "
                f"adds/s {figures['all']['adds_s'] / figures['short']['adds_s']:.2f}x")
     return pct(lat["all"], 50), figures["all"]["p50"]

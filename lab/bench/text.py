@@ -25,6 +25,7 @@ whose database it EMPTIES (downgrade to base, upgrade).
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import random
 import time
@@ -257,14 +258,25 @@ def make_queries(seed: int, fams: list[list[list[str]]], queries: int) -> list[s
             for _ in range(queries)]
 
 
+# near_side_by_side's extra "mode": "all" with long texts probing single blocks
+SINGLE_BLOCKS = "all, single blocks"
+
+
 def near_side_by_side(dsn: str, qs: list[str]) -> tuple[dict[str, list[float]], dict[str, int]]:
     """Text near() ms per query and mode, and the queries each mode found a match for;
-    the modes interleaved query by query, so that they share cache and load."""
+    the modes interleaved query by query, so that they share cache and load. When
+    the store records pair probes, also :data:`SINGLE_BLOCKS` (as before revision 0019)."""
     from simhash_pg.store import SimhashStore
 
     lat: dict[str, list[float]] = {m: [] for m in MODES}
     found: dict[str, int] = dict.fromkeys(MODES, 0)
     stores = {m: SimhashStore(dsn, verify=m) for m in MODES}  # type: ignore[arg-type]
+    if stores["all"].policy.probe_pairs is not None:
+        # and "all" as before revision 0019 (long texts by single blocks), beside it
+        single = SimhashStore(dsn, verify="all")
+        single.policy = dataclasses.replace(single.policy, probe_pairs=None)
+        stores[SINGLE_BLOCKS] = single
+        lat[SINGLE_BLOCKS], found[SINGLE_BLOCKS] = [], 0
     try:
         for s in stores.values():  # warm-up
             for q in qs[:10]:
