@@ -10,19 +10,17 @@ the whole server's: logins made here are dropped at the end (conftest's
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import psycopg
 import pytest
-from _serving import make_client
+from _serving import make_client, serve_cli
 from _throwaway import needs_own_server
 from psycopg import sql
 
-from lab.bench._server import free_port, served
+from lab.bench._server import served
 from simhash_pg.db.roles import Login, check_login, dsn_as, ensure_serve_login
 from simhash_pg.serve.deps import APPLICATION_NAME
 
@@ -31,12 +29,7 @@ COPY = "The harbour master counted forty ships at anchor before the storm came i
 WHO = "SELECT current_user::text, rolsuper FROM pg_roles WHERE rolname = current_user"
 
 
-def _serve(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("SIMHASH_PG_TOKEN", "SIMHASH_PG_DSN", "SIMHASH_PG_SERVE_SETTINGS")}
-    cmd = [sys.executable, "-m", "simhash_pg.cli", "serve", "--dsn", dsn,
-           "--port", str(free_port()), "--log-level", "warning", *args]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30)
+_serve = serve_cli
 
 
 def _serve_sessions(admin: psycopg.Connection) -> list[tuple[str, bool]]:

@@ -6,28 +6,20 @@ refuse shows as a server that started (and is killed), never as a hung test.
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import psycopg
 import pytest
+from _serving import serve_cli
 
-from lab.bench._server import free_port, served
+from lab.bench._server import served
 
 TEXT = "The harbour master counted forty ships at anchor before the storm came in."
 
 
-def _serve(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("SIMHASH_PG_TOKEN", "SIMHASH_PG_DSN", "SIMHASH_PG_SERVE_SETTINGS")}
-    cmd = [sys.executable, "-m", "simhash_pg.cli", "serve", "--dsn", dsn,
-           "--port", str(free_port()), "--log-level", "warning", *args]
-    # a server that starts is killed at the timeout: the test then fails
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30)
+_serve = serve_cli
 
 
 def test_a_non_loopback_host_needs_a_token(pg_dsn: str) -> None:
