@@ -41,6 +41,11 @@ class StoredDocument(Base):
 
     __table__ = documents_table()
 
+    # typed names for a few of its columns (the Table maps them all)
+    id: Mapped[int]
+    key: Mapped[str | None]
+    fingerprint: Mapped[int]
+
 
 class Post(Base):
     """An app table with a fingerprint of its own, searchable within k."""
@@ -105,8 +110,11 @@ def main(dsn: str) -> dict[str, Any]:
     try:
         Base.metadata.create_all(engine)
         with SimhashStore(dsn) as store:
-            ids = {name: store.add(text, key=f"example:{name}", dedup=False).id
-                   for name, text in TEXTS.items()}
+            ids: dict[str, int] = {}
+            for name, text in TEXTS.items():
+                added = store.add(text, key=f"example:{name}", dedup=False)
+                assert added.id is not None
+                ids[name] = added.id
         with Session(engine) as session:
             session.add_all([Post(title=name, fingerprint=fingerprint(text))
                              for name, text in TEXTS.items()])
@@ -117,10 +125,10 @@ def main(dsn: str) -> dict[str, Any]:
             near_articles = articles_near_document(session, ids["a"], k=3)
     finally:
         engine.dispose()
-    for row in near_posts:
-        print("post", *row)
-    for row in near_articles:
-        print("article", *row)
+    for post in near_posts:
+        print("post", *post)
+    for article in near_articles:
+        print("article", *article)
     return {"posts": near_posts, "articles": near_articles}
 
 

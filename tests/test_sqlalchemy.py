@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import random
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -130,6 +131,12 @@ def test_example_runs(example: ModuleType, pg_dsn: str) -> None:
     assert out["articles"] == [("article a2", "example:a2", 3)]
 
 
+def test_example_as_a_script(pg_dsn: str) -> None:
+    out = subprocess.run([sys.executable, str(EXAMPLE), pg_dsn], capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    assert out.splitlines() == ["post 1 a 0", "post 2 a2 3", "article article a2 example:a2 3"]
+
+
 def test_fingerprint_type_round_trip_and_range(session: Session, example: ModuleType,
                                                pg: psycopg.Connection) -> None:
     Post = example.Post
@@ -210,7 +217,7 @@ def test_core_table_and_store_joins(example: ModuleType, pg_dsn: str) -> None:
              "one two three four five six seven eight nine ten eleven twelve!",
              "something else entirely, a sentence about other matters"]
     with SimhashStore(pg_dsn) as store:
-        ids = [store.add(t, key=f"k{i}", dedup=False).id for i, t in enumerate(texts)]
+        ids = [int(store.add(t, key=f"k{i}", dedup=False).id or 0) for i, t in enumerate(texts)]
     docs = documents_table()
     engine = example.make_engine(pg_dsn)
     try:
