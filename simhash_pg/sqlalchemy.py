@@ -68,10 +68,12 @@ __all__ = [
     "DOCUMENTS",
     "MAX_PROBE_K",
     "Fingerprint",
+    "add_block_columns",
     "block",
     "block_columns",
     "block_indexes",
     "documents_table",
+    "drop_block_columns",
     "hamming",
     "near",
     "near_clause",
@@ -186,6 +188,25 @@ def block_indexes(table: str, fingerprint: str = "fingerprint",
     return [Index(f"{table}_{prefix}{i}_idx", f"{prefix}{i}", f"{prefix}{(i + 1) % BLOCKS}",
                   fingerprint, postgresql_with={"deduplicate_items": "off"})
             for i in range(BLOCKS)]
+
+
+def add_block_columns(op: Any, table: str, fingerprint: str = "fingerprint",
+                      prefix: str = "b", *, schema: str | None = None) -> None:
+    """In an alembic migration: give an existing table ``table`` the four block
+    columns and indexes (``add_block_columns(op, "posts")``). PostgreSQL fills
+    the STORED columns of existing rows as it adds them (a table rewrite)."""
+    for c in block_columns(fingerprint, prefix):
+        op.add_column(table, c, schema=schema)
+    for ix in block_indexes(table, fingerprint, prefix):
+        op.create_index(ix.name, table, [str(e) for e in ix.expressions], schema=schema,
+                        postgresql_with={"deduplicate_items": "off"})
+
+
+def drop_block_columns(op: Any, table: str, prefix: str = "b", *,
+                       schema: str | None = None) -> None:
+    """The downgrade of :func:`add_block_columns` (the indexes go with the columns)."""
+    for i in reversed(range(BLOCKS)):
+        op.drop_column(table, f"{prefix}{i}", schema=schema)
 
 
 @cache

@@ -29,10 +29,12 @@ from simhash_pg.bits import MAX_FINGERPRINT, blocks, hamming_array, to_signed
 from simhash_pg.bits import hamming as py_hamming
 from simhash_pg.sqlalchemy import (
     Fingerprint,
+    add_block_columns,
     block,
     block_columns,
     block_indexes,
     documents_table,
+    drop_block_columns,
     hamming,
     near,
     near_clause,
@@ -250,3 +252,37 @@ def test_core_table_and_store_joins(example: ModuleType, pg_dsn: str) -> None:
     finally:
         engine.dispose()
 
+
+
+def test_alembic_helper_adds_blocks_to_a_table_with_rows(example: ModuleType, pg_dsn: str,
+                                                         pg: psycopg.Connection) -> None:
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+
+    values = [0, 5, 1 << 63, MAX_FINGERPRINT]
+    pg.execute("CREATE TABLE legacy (id integer PRIMARY KEY, fingerprint bigint NOT NULL)")
+    with pg.cursor() as cur:
+        cur.executemany("INSERT INTO legacy VALUES (%s, %s)",
+                        [(i, to_signed(v)) for i, v in enumerate(values)])
+    engine = example.make_engine(pg_dsn)
+    try:
+        with engine.begin() as conn:
+            add_block_columns(Operations(MigrationContext.configure(conn)), "legacy")
+        rows = pg.execute("SELECT fingerprint, b0, b1, b2, b3 FROM legacy ORDER BY id")
+        assert rows.fetchall() == [(to_signed(v), *blocks(v)) for v in values]
+        defs: dict[str, str] = dict(pg.execute("SELECT indexname, indexdef FROM pg_indexes "
+                               "WHERE tablename = 'legacy' AND indexname LIKE '%_b%_idx'"))
+        assert defs == {f"legacy_b{i}_idx": f"CREATE INDEX legacy_b{i}_idx ON public.legacy "
+                        f"USING btree (b{i}, b{(i + 1) % 4}, fingerprint) "
+                        "WITH (deduplicate_items=off)" for i in range(4)}
+        legacy = Table("legacy", MetaData(), Column("id", Integer, primary_key=True),
+                       Column("fingerprint", Fingerprint), *block_columns())
+        with engine.connect() as conn:
+            got = conn.execute(select(legacy.c.id).where(near_clause(legacy, 4, 1))).all()
+            assert sorted(r.id for r in got) == [0, 1]  # 0 and 5 are 1 bit from 4
+        with engine.begin() as conn:
+            drop_block_columns(Operations(MigrationContext.configure(conn)), "legacy")
+        assert pg.execute("SELECT count(*) FROM pg_indexes WHERE tablename = 'legacy'"
+                          ).fetchone() == (1,)
+    finally:
+        engine.dispose()
