@@ -109,25 +109,12 @@ LONG_THRESHOLD = 0.78
 # through the store 0.982 on the eval's long pairs (0.964 without the three). A cap of
 # 11 loses recall (0.934 at T = 10): the probes reach farther than radius 11
 # in the bits that matter. The store records both in simhash_meta ('probes').
-# T was 11 until revision 0018; since a key with 17-256 holders finds the 16
-# nearest, T = 8 finds what 11 did on the eval (documents R 0.9928, titles F1
-# 0.9948) and on every noise set, with 32 probe values for a long text
-# instead of 40, each walking ~N / 65,536 index entries (issue 28;
-# lab/experiments/probe_budget.py). Stores made before keep their record.
+# T = 8 since revision 0018 (11 before; lab/experiments/probe_budget.py).
 PROBE_T = 8
 PROBE_CAP = 13
-# Since revision 0019 a long text (one without title keys: a verification text
-# of TITLE_KEY_TEXT_CHARS or more) probes pairs of blocks instead
-# (simhash_pg.probes.probe_hits): its PROBE_PAIRS cheapest values per block
-# lead, and the next block must be among its PROBE_PAIRS values, its own or a
-# one-bit flip. The btree then skips what a single-block probe walked (~N /
-# 65,536 entries a value), so the probes' cost stops growing with the store.
-# Long texts' recall rests on their keys (sentences, min-hash). In the model
-# (lab/experiments/pair_probes.py, against single blocks at T = 8): documents
-# R 0.9931 (0.9928) and no noise kind loses recall at 32; at 16 (half the
-# cost at 10M rows) 3% garbled characters lose 0.0043, with two-bit flips
-# 0.0022. Titles by pairs lose F1 (0.9929 at 32 against 0.9966), so they keep
-# single blocks.
+# Since revision 0019 a long text (no title keys) probes pairs of blocks, this
+# many values per block (simhash_pg.probes.probe_meets; why 32, and what 16
+# loses: docs/design.md, "Probe forms").
 PROBE_PAIRS = 32
 # What one probed text query may look up: its key look-ups first (signature,
 # sentence hashes, a title's keys: exact and specific), and the probes get the
