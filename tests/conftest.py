@@ -19,6 +19,7 @@ fixture clones it into a new database for every test.
 
 from __future__ import annotations
 
+import datetime
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -92,13 +93,28 @@ def _migrate(**kwargs: Any) -> None:
         dbname=kwargs["dbname"],
         password=kwargs.get("password") or None,
     )
+    from _days import utc_today
+
+    _TEMPLATE["day"] = utc_today()  # before: the migration lays out this day's partitions
     migrate.upgrade(dsn)
 
+
+# The UTC day the session's template was migrated on: its partitions are that day's.
+_TEMPLATE: dict[str, datetime.date] = {}
 
 simhash_pg_proc = factories.postgresql_noproc(
     dbname="simhash_test", load=[_migrate], depends_on="simhash_pg_server"
 )
-postgresql = factories.postgresql("simhash_pg_proc")
+_cloned = factories.postgresql("simhash_pg_proc")
+
+
+@pytest.fixture
+def postgresql(_cloned: psycopg.Connection) -> psycopg.Connection:
+    """A fresh clone of the migrated template, laid out for today (see catch_up_to_today)."""
+    from _days import catch_up_to_today
+
+    catch_up_to_today(_cloned, _TEMPLATE["day"])
+    return _cloned
 
 
 @pytest.fixture

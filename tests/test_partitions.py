@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
-from _days import past_day_partitions
+from _days import catch_up_to_today, past_day_partitions, utc_today
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -127,6 +127,19 @@ _ROWS = (
     "SELECT id, key, fingerprint, duplicate_of, created_at, meta, verify_text, sentence_sig"
     " FROM simhash_documents ORDER BY id"
 )
+
+
+def test_a_clone_of_yesterdays_template_is_laid_out_for_today(pg: psycopg.Connection) -> None:
+    # the session's template is migrated once: a run that crosses midnight UTC clones
+    # yesterday's layout (yesterday and today), which the fixture must bring to today's
+    fresh = _partitions(pg)
+    assert not catch_up_to_today(pg, utc_today())  # same day: nothing to do
+    past_day_partitions(pg, 1)
+    tomorrow = (utc_today() + timedelta(1)).strftime("%Y%m%d")
+    pg.execute(f"DROP TABLE simhash_documents_p{tomorrow}")
+    assert _partitions(pg) != fresh
+    assert catch_up_to_today(pg, utc_today() - timedelta(1))
+    assert _partitions(pg) == fresh
 
 
 def test_upgrade_from_0003_attaches_the_table_and_downgrade_restores_it(

@@ -25,10 +25,11 @@ one segment or in several that grow the store (:class:`Segment`).
 
 from __future__ import annotations
 
+import contextlib
 import random
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,31 +233,36 @@ def copy_rows(conn: psycopg.Connection[Any], p: Profile, seg: Segment, days: Day
     :data:`ROWS_PER_COPY`, ``progress(rows, seconds)`` after each (the segment's rows so
     far); then the id sequence past them, so that the next writer's ids come after.
 
-    ``keys_in_bulk``: the key table's insert trigger is off during the COPY, the
-    segment's keys go in afterwards by one INSERT (as the upgrade to revision 0017
-    fills the table), and the secondary indexes (the documents' and the key table's)
-    are dropped for the fill and built again (as bulk_load does): the same store,
-    many times faster (50M rows within the hour), for a store whose fill is not what
-    is measured.
+    ``keys_in_bulk``: as :func:`keys_in_bulk_after` (50M rows within the hour), for a
+    store whose fill is not what is measured.
     """
-    indexes: list[tuple[str, str]] = []
-    if keys_in_bulk:
-        # the key index, and the documents' secondary indexes (as bulk_load does)
-        indexes = [(r[0], r[1]) for r in conn.execute(_SECONDARY_INDEXES)]
-        conn.execute("ALTER TABLE simhash_documents DISABLE TRIGGER simhash_text_keys_insert")
-        for name, _ in indexes:
-            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
-    try:
+    with keys_in_bulk_after(conn) if keys_in_bulk else contextlib.nullcontext():
         _copy_segment(conn, p, seg, days, boilerplate, seed, progress)
+
+
+@contextlib.contextmanager
+def keys_in_bulk_after(conn: psycopg.Connection[Any]) -> Iterator[None]:
+    """Rows added to simhash_documents inside the block get their keys afterwards, by one
+    INSERT (as the upgrade to revision 0017 fills the key table), with the key table's
+    insert trigger off and the secondary indexes (the documents' and the key table's)
+    dropped meanwhile and built again at the end (as bulk_load does): the same store, many
+    times faster. The new rows are those with ids past the id sequence's value on entry,
+    up to its value on exit: whoever inserts must move the sequence past them.
+    """
+    first = last_id(conn) + 1
+    indexes = [(r[0], r[1]) for r in conn.execute(_SECONDARY_INDEXES)]
+    conn.execute("ALTER TABLE simhash_documents DISABLE TRIGGER simhash_text_keys_insert")
+    for name, _ in indexes:
+        conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
+    try:
+        yield
     finally:
-        if keys_in_bulk:
-            conn.execute("ALTER TABLE simhash_documents ENABLE TRIGGER simhash_text_keys_insert")
-    if keys_in_bulk:
-        conn.execute(_KEYS_OF_IDS, [seg.after + 1, seg.after + seg.hi - seg.lo])
-        for _, definition in indexes:
-            # a partitioned index's definition reads "ON ONLY": that would build
-            # the parent's alone, invalid, and no partition's
-            conn.execute(definition.replace(" ON ONLY ", " ON ", 1))
+        conn.execute("ALTER TABLE simhash_documents ENABLE TRIGGER simhash_text_keys_insert")
+    conn.execute(_KEYS_OF_IDS, [first, last_id(conn)])
+    for _, definition in indexes:
+        # a partitioned index's definition reads "ON ONLY": that would build
+        # the parent's alone, invalid, and no partition's
+        conn.execute(definition.replace(" ON ONLY ", " ON ", 1))
 
 
 def _copy_segment(conn: psycopg.Connection[Any], p: Profile, seg: Segment, days: Days,
