@@ -82,6 +82,23 @@ def simhash_pg_server() -> Iterator[ServerInfo]:
         shutil.rmtree(home, ignore_errors=True)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks for the run against a second PostgreSQL version (.ci/run), which repeats only
+    what that version can change: a test that never asks for the session's server
+    (``serverless``: pure Python, or a server of its own from the embedded wheel) or
+    that tests lab/'s tooling (``lab``: benchmarks, evaluation, experiments) runs once."""
+    for item in items:
+        # pytest-postgresql's fixtures ask for the server by name at run time, outside
+        # the fixture closure: a test database is named by its "postgresql"
+        uses = {"postgresql", "simhash_pg_proc", "simhash_pg_server"}
+        # (tests/_throwaway.py's servers honour SIMHASH_PG_TEST_BINDIR too)
+        own = hasattr(getattr(item, "module", None), "throwaway_server")
+        if not own and not uses & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.serverless)
+        if item.path.name.startswith(("test_bench_", "test_lab", "test_quality")):
+            item.add_marker(pytest.mark.lab)
+
+
 def _migrate(**kwargs: Any) -> None:
     """pytest-postgresql loader: bring the template database to alembic head."""
     from simhash_pg.db import migrate
