@@ -22,7 +22,7 @@ from test_store_sql import flip, nested_plans
 
 from simhash_pg.bits import MAX_FINGERPRINT, blocks, blocks_array, hamming, to_signed
 from simhash_pg.db import migrate
-from simhash_pg.probes import probe_hits
+from simhash_pg.text.probes import probe_hits
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

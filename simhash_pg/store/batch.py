@@ -33,6 +33,7 @@ from simhash_pg.store.checks import parse_item
 from simhash_pg.store.pgcopy import copy_documents
 from simhash_pg.store.results import AddResult, OnDuplicate
 from simhash_pg.text.signatures import sentences_meet
+from simhash_pg.text.simhash import Fingerprinter
 from simhash_pg.verify import VerifyPolicy, VText
 from simhash_pg.verify.candidates import (
     Candidate,
@@ -73,7 +74,7 @@ class BatchOptions:
     probe_locks: bool = True  # False: probed texts lock their own blocks only (a test's proof)
 
 
-def prepare(batch: Sequence[Any], fingerprinter: Any, policy: VerifyPolicy,
+def prepare(batch: Sequence[Any], fingerprinter: Fingerprinter, policy: VerifyPolicy,
             workers: int | None, *, probes: bool = True) -> Prepared:
     """Check and fingerprint a batch; errors as results, VTexts as the policy needs.
 
@@ -115,7 +116,7 @@ def prepare(batch: Sequence[Any], fingerprinter: Any, policy: VerifyPolicy,
     return out
 
 
-def _why_not(fingerprinter: Any, text: Any) -> str:
+def _why_not(fingerprinter: Fingerprinter, text: Any) -> str:
     try:
         fingerprinter.fingerprint(text)
     except (TypeError, ValueError) as exc:

@@ -35,9 +35,13 @@ import threading
 import unicodedata
 from typing import Any
 
+from simhash_pg.text.charclass import HAN
+from simhash_pg.text.strs import ensure_str
 from simhash_pg.text.visible import strip_markup, strip_markup_deep
 
-__all__ = ["IGNORABLE", "ensure_str", "fix_surrogates", "normalize", "strip_html"]
+__all__ = [
+    "IGNORABLE", "ensure_str", "fix_surrogates", "normalize", "normalize_visible", "strip_html",
+]
 
 # Unicode's Default_Ignorable_Code_Point set (DerivedCoreProperties.txt,
 # Unicode 14.0, the version of this Python's unicodedata; the same ranges as
@@ -63,17 +67,6 @@ _WS_RUN = re.compile(r"\s{2,}|[^\S ]")
 
 _opencc_lock = threading.Lock()
 _opencc: Any = None
-
-
-def ensure_str(text: object) -> str:
-    """Return ``text`` if it is a ``str``; raise a helpful :class:`TypeError` otherwise."""
-    if isinstance(text, str):
-        return text
-    if isinstance(text, (bytes, bytearray, memoryview)):
-        raise TypeError(
-            f"expected a str, got {type(text).__name__}: decode it first, e.g. data.decode('utf-8')"
-        )
-    raise TypeError(f"expected a str, got {type(text).__name__}")
 
 
 def fix_surrogates(text: str) -> str:
@@ -148,8 +141,10 @@ def normalize(
     return _WS_RUN.sub(" ", text).strip()
 
 
-_HAN = re.compile("[\u3400-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+def normalize_visible(text: str, *, t2s: bool = True, ignorables: bool = True) -> str:
+    """:func:`normalize` of the visible text (:func:`simhash_pg.text.visible.strip_markup`)."""
+    return normalize(text, visible=True, t2s=t2s, ignorables=ignorables)
 
 
 def _has_han(text: str) -> bool:
-    return _HAN.search(text) is not None
+    return HAN.search(text) is not None

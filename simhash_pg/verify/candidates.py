@@ -16,14 +16,21 @@ earlier rows through :func:`filter_candidates` (``simhash_pg/store/batch.py``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple, cast
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple, Protocol, TypeVar
 
+from simhash_pg.text.probes import Probes
 from simhash_pg.text.signatures import MINHASH_CAP, sentences_meet
+from simhash_pg.text.simhash import TextPrint
 from simhash_pg.verify.jaccard import VText
 from simhash_pg.verify.rule import TEXT_LOST, StoredText, VerifyMode, VerifyPolicy, policy_for
 
-__all__ = ["Candidate", "filter_candidates", "lookup", "text_and_vtext", "texts_and_vtexts"]
+__all__ = [
+    "Candidate", "TextAnalyser", "filter_candidates", "lookup", "text_and_vtext",
+    "texts_and_vtexts",
+]
+
+_T = TypeVar("_T")
 
 # Candidates within radius of each query, with what verification reads. The
 # last column: the row's verification data was lost (stored before revision
@@ -89,32 +96,47 @@ class Candidate(NamedTuple):
     signature_match: bool = False
 
 
-def text_and_vtext(fingerprinter: Any, text: str, policy: VerifyPolicy) -> tuple[int, VText]:
+class TextAnalyser(Protocol):
+    """What verification asks of a fingerprinter (a
+    :class:`simhash_pg.text.simhash.Fingerprinter`)."""
+
+    def normalize(self, text: str) -> str: ...
+
+    def analyse(self, text: str, t: int | None = None) -> TextPrint: ...
+
+    def fingerprint_many_also(
+        self, texts: Iterable[Any], also: Callable[[str], _T], workers: int | None = None
+    ) -> list[tuple[int | None, _T | None]]: ...
+
+    def fingerprint_many_probes(
+        self, texts: Iterable[Any], also: Callable[[str], _T], t: int, workers: int | None = None,
+    ) -> list[tuple[int | None, _T | None, Probes | None]]: ...
+
+
+def text_and_vtext(fingerprinter: TextAnalyser, text: str, policy: VerifyPolicy
+                   ) -> tuple[int, VText]:
     """One text's fingerprint and VText (with probe values when the policy probes texts).
 
     One normalisation and one vote; raises as ``Fingerprinter.fingerprint``.
     """
-    norm = fingerprinter.normalize(text)
-    feats = fingerprinter.feature_text(text, norm)
-    if policy.probes_texts:
-        fp, probes = fingerprinter._probes(feats, policy.probe_depth)
-        return fp, policy.with_probes(policy.prepare(norm), probes)
-    return fingerprinter._vote(feats), policy.prepare(norm)
+    p = fingerprinter.analyse(text, policy.probe_depth if policy.probes_texts else None)
+    vt = policy.prepare(p.norm)
+    return p.fingerprint, vt if p.probes is None else policy.with_probes(vt, p.probes)
 
 
 def texts_and_vtexts(
-    fingerprinter: Any, texts: list[Any], policy: VerifyPolicy, workers: int | None = None,
+    fingerprinter: TextAnalyser, texts: list[Any], policy: VerifyPolicy, workers: int | None = None,
     *, probes: bool = True,
 ) -> list[tuple[int | None, VText | None]]:
     """:func:`text_and_vtext` of many texts (in worker processes if worth it); None, None
     for a text without a fingerprint. ``probes=False``: no probe values even when
     the policy probes texts (a writer that looks nothing up: bulk_load)."""
     if not (probes and policy.probes_texts):
-        return cast(list[tuple[int | None, VText | None]],
-                    fingerprinter.fingerprint_many_also(texts, policy.prepare, workers))
+        return fingerprinter.fingerprint_many_also(texts, policy.prepare, workers)
     got = fingerprinter.fingerprint_many_probes(texts, policy.prepare, policy.probe_depth,
                                                   workers)
-    return [(fp, policy.with_probes(vt, probes) if vt is not None else None)
+    # a text with a VText has its probe values (all three are None, or none is)
+    return [(fp, None if vt is None or probes is None else policy.with_probes(vt, probes))
             for fp, vt, probes in got]
 
 

@@ -6,7 +6,7 @@
 decide, and why:
 
 - what *found* the row: the fingerprint within the look-up's radius, or a
-  probe (:func:`simhash_pg.probes.probes_meet`) within the probes' cap, or a
+  probe (:func:`simhash_pg.text.probes.probes_meet`) within the probes' cap, or a
   key both texts hold (the sentence signature, a sentence hash, a title key,
   a min-hash key within :data:`~simhash_pg.text.signatures.MINHASH_CAP`
   bits), each key subject to the holder cap
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from simhash_pg.bits import blocks, hamming, to_signed, to_unsigned
-from simhash_pg.probes import probes_meet
+from simhash_pg.text.probes import probes_meet
 from simhash_pg.text.signatures import (
     MINHASH_CAP,
     key_holders_found,
@@ -47,7 +47,7 @@ from simhash_pg.text.signatures import (
     title_keys,
 )
 from simhash_pg.verify import jaccard, overlap
-from simhash_pg.verify.candidates import text_and_vtext
+from simhash_pg.verify.candidates import TextAnalyser, text_and_vtext
 from simhash_pg.verify.jaccard import TITLE_KEY_TEXT_CHARS, VText, from_norm
 from simhash_pg.verify.rule import TEXT_LOST, StoredText, VerifyPolicy
 
@@ -137,7 +137,8 @@ class PairQuery:
         return cls(store.fingerprint(query))
 
     @classmethod
-    def of_text(cls, fingerprinter: Any, text: str, policy: VerifyPolicy) -> PairQuery:
+    def of_text(cls, fingerprinter: TextAnalyser, text: str, policy: VerifyPolicy
+                ) -> PairQuery:
         fp, vt = text_and_vtext(fingerprinter, text, policy)
         if not vt.hashes:
             return cls(fp, vt, frozenset(), frozenset())
