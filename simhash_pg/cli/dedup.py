@@ -144,7 +144,7 @@ def run_dedup(
     written. A second signal stops at once (the batch in flight is rolled back).
     """
     from simhash_pg.store import AddResult, Doc
-    from simhash_pg.verify.evidence import shares
+    from simhash_pg.store.evidence import shares
 
     summary = Summary()
     # every record handed on, in order; a known key carries its result already

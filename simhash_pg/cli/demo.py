@@ -248,7 +248,7 @@ def command(dsn: str | None, k: int, scheme: SchemeSpec, groups: int) -> None:
     """Dedupe the bundled sample corpus and show what was found."""
     from simhash_pg.data import iter_sample
     from simhash_pg.store import SimhashStore
-    from simhash_pg.verify.evidence import shares
+    from simhash_pg.store.evidence import shares
 
     rows = list(iter_sample())
     try:

@@ -38,8 +38,8 @@ from simhash_pg.serve.models import (
 )
 from simhash_pg.store import AddResult, Doc, Match, SimhashStore
 from simhash_pg.store.checks import MAX_BIGINT
+from simhash_pg.store.evidence import explain as explain_matches
 from simhash_pg.verify.evidence import Evidence
-from simhash_pg.verify.evidence import explain as explain_matches
 
 __all__ = ["router"]
 

@@ -37,7 +37,8 @@ from simhash_pg.serve.models import hex64
 from simhash_pg.serve.textdiff import diff, lang_of
 from simhash_pg.store import SimhashStore
 from simhash_pg.store.checks import MAX_BIGINT, MAX_K, check_key
-from simhash_pg.verify.evidence import Evidence, explain, explain_stored, shares
+from simhash_pg.store.evidence import explain, explain_stored, shares
+from simhash_pg.verify.evidence import Evidence
 from simhash_pg.verify.jaccard import from_norm, is_short
 
 __all__ = ["router"]

@@ -2,7 +2,7 @@
 
 A fingerprint query, or a text under verify mode ``"off"``, is answered by
 ``simhash_near`` / ``simhash_near_many`` alone: Hamming distance <= k, exact.
-A verified text asks :func:`simhash_pg.verify.candidates.lookup`, which
+A verified text asks :func:`simhash_pg.store.lookup.lookup`, which
 widens the radius and keeps what the duplicate rule accepts.
 """
 
@@ -16,10 +16,11 @@ import psycopg
 from simhash_pg.bits import to_signed, to_signed_list
 from simhash_pg.store import sql
 from simhash_pg.store.checks import check_document
+from simhash_pg.store.lookup import lookup
 from simhash_pg.store.results import Match, Pair
 from simhash_pg.text.simhash import Fingerprinter
 from simhash_pg.verify import VerifyPolicy, VText
-from simhash_pg.verify.candidates import lookup, texts_and_vtexts
+from simhash_pg.verify.candidates import texts_and_vtexts
 
 __all__ = ["near", "near_many", "pairs"]
 
