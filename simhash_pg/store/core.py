@@ -38,6 +38,7 @@ import psycopg
 from simhash_pg.bits import to_unsigned
 from simhash_pg.store import batch as _batch
 from simhash_pg.store import bulk, locking, opening, query, single, sql
+from simhash_pg.store.browse import Browse
 from simhash_pg.store.checks import (
     check_batch_size,
     check_document,
@@ -76,7 +77,7 @@ __all__ = ["DEFAULT_BATCH", "SimhashStore"]
 DEFAULT_BATCH = 5000
 
 
-class SimhashStore:
+class SimhashStore(Browse):
     """A near-duplicate document store on PostgreSQL.
 
     Parameters
