@@ -41,6 +41,7 @@ from simhash_pg.text.visible import strip_markup, strip_markup_deep
 
 __all__ = [
     "IGNORABLE", "ensure_str", "fix_surrogates", "normalize", "normalize_visible", "strip_html",
+    "to_simplified",
 ]
 
 # Unicode's Default_Ignorable_Code_Point set (DerivedCoreProperties.txt,
@@ -98,7 +99,8 @@ def strip_html(text: str) -> str:
     return root.text(deep=True, separator=" ", strip=False)
 
 
-def _t2s(text: str) -> str:
+def to_simplified(text: str) -> str:
+    """Traditional Chinese to simplified (OpenCC's t2s, loaded on first use)."""
     global _opencc
     if _opencc is None:
         with _opencc_lock:
@@ -135,7 +137,7 @@ def normalize(
         text = _drop_ignorable(text)  # entities such as &shy; decode to them
     text = unicodedata.normalize("NFKC", text).casefold()
     if t2s and _has_han(text):
-        text = _t2s(text)
+        text = to_simplified(text)
     if _CONTROL.search(text) is not None:
         text = _CONTROL.sub(" ", text)
     return _WS_RUN.sub(" ", text).strip()
