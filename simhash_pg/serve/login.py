@@ -9,7 +9,10 @@ says so).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import psycopg
 
 from simhash_pg.db.roles import check_login, dsn_as, ensure_serve_login, login_of
 
@@ -27,7 +30,7 @@ class ServeLogin:
     warnings: tuple[str, ...] = ()
 
 
-def serve_login(conn: Any, dsn: str, *, embedded: bool, read_only: bool,
+def serve_login(conn: psycopg.Connection[Any], dsn: str, *, embedded: bool, read_only: bool,
                 allow_superuser: bool) -> ServeLogin:
     """The workers' login, over ``conn``: the store's owner's on the embedded server
     (``embedded``), else the connection of the user's ``dsn``. ValueError: refused."""

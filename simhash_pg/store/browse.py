@@ -2,6 +2,7 @@
 and ``dedup`` show, as :class:`SimhashStore <simhash_pg.store.core.SimhashStore>`
 methods (a mixin, so that the facade stays one file of operations).
 
+- :meth:`Browse.get`: a row by id or key;
 - :meth:`Browse.document` / :meth:`Browse.documents`: rows with their kept text;
 - :meth:`Browse.recent`: the newest rows, a page at a time;
 - :meth:`Browse.groups`: the documents near-duplicates were linked to, with them;
@@ -18,6 +19,8 @@ from typing import Any, NamedTuple
 import psycopg
 
 from simhash_pg.bits import to_unsigned
+from simhash_pg.store import sql
+from simhash_pg.store.checks import check_id_or_key
 from simhash_pg.store.results import AddResult, Document
 
 __all__ = ["Browse", "DocumentWithText", "DuplicateGroup", "KeyReader", "LinkedDuplicate"]
@@ -85,6 +88,14 @@ class Browse:
     @property
     def dsn(self) -> str:
         raise NotImplementedError
+
+    def get(self, id_or_key: int | str) -> Document | None:
+        """The stored row with this id (int) or key (str), or None."""
+        col, value = check_id_or_key(id_or_key)
+        row = self.connection.execute(sql.GET[col], [value], prepare=True).fetchone()
+        if row is None:
+            return None
+        return Document(row[0], row[1], to_unsigned(row[2]), row[3], row[4], row[5])
 
     def document(self, id_or_key: int | str) -> DocumentWithText | None:
         """The stored row with this id (int) or key (str), with its text; None if none."""

@@ -20,9 +20,9 @@ ValueError naming the problem (an error result in ``add_many``).
 
 A store holds one connection and is not thread-safe: use one per thread.
 
-This class is the facade: each job is a module of this package (single,
-batch, bulk, opening, stats; locking and retention), verification is
-:mod:`simhash_pg.verify`, asked through the store's :class:`VerifyPolicy`.
+The facade: each job is a module of this package (single, batch, bulk,
+opening, stats, locking, retention; the listings in browse), verification
+is :mod:`simhash_pg.verify`, asked through the store's :class:`VerifyPolicy`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from simhash_pg.bits import to_unsigned
 from simhash_pg.store import batch as _batch
 from simhash_pg.store import bulk, locking, opening, query, single, sql
 from simhash_pg.store.browse import Browse
@@ -57,7 +56,6 @@ from simhash_pg.store.results import (
     AddManyResult,
     AddResult,
     Doc,
-    Document,
     Match,
     OnDuplicate,
     Pair,
@@ -351,14 +349,6 @@ class SimhashStore(Browse):
         closed. At 10M rows k <= 3 takes minutes (docs/scaling.md, 0d).
         """
         return query.pairs(self._conn, self._k(k))
-
-    def get(self, id_or_key: int | str) -> Document | None:
-        """The stored row with this id (int) or key (str), or None."""
-        col, value = check_id_or_key(id_or_key)
-        row = self._conn.execute(sql.GET[col], [value], prepare=True).fetchone()
-        if row is None:
-            return None
-        return Document(row[0], row[1], to_unsigned(row[2]), row[3], row[4], row[5])
 
     def remove(self, id_or_key: int | str) -> bool:
         """Delete the row with this id or key; True if one was deleted.
