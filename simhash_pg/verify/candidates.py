@@ -1,13 +1,11 @@
-"""Candidate look-up: index candidates re-checked by the duplicate rule.
+"""Candidates re-checked by the duplicate rule, and the texts a look-up sends.
 
 The index answers "which fingerprints lie within r bits"; the rule then
 decides which of those are near-duplicates (:meth:`VerifyPolicy.accept
-<simhash_pg.verify.rule.VerifyPolicy.accept>`). So a verified look-up asks
-the index at the policy's radius (wider than k for short texts, and for
-every text under ``"all"``), adds the rows whose sentence signature equals
-the query's (when the policy uses signatures), and keeps what the rule
-accepts, nearest first, ties by id: the order ``near()`` has without
-verification.
+<simhash_pg.verify.rule.VerifyPolicy.accept>`). :func:`filter_candidates`
+keeps what the rule accepts, nearest first, ties by id: the order
+``near()`` has without verification. :func:`text_and_vtext` gives a text's
+fingerprint and what verification compares of it, from one vote.
 
 Single adds, ``near`` and ``near_many`` look up stored rows with
 :func:`simhash_pg.store.lookup.lookup`, which asks :func:`filter_candidates`;
@@ -29,6 +27,7 @@ from simhash_pg.verify.rule import StoredText, VerifyMode, VerifyPolicy, policy_
 __all__ = ["Candidate", "TextAnalyser", "filter_candidates", "text_and_vtext", "texts_and_vtexts"]
 
 _T = TypeVar("_T")
+
 
 class Candidate(NamedTuple):
     """A row the index returned for a query, and what the rule reads of it.
