@@ -549,7 +549,7 @@ def probe_hits(
     pairs: int | None = V.PROBE_PAIRS,
 ) -> npt.NDArray[np.bool_]:
     """Whether ``a``'s probes reach ``b``'s fingerprint (before the cap), as the store
-    searches (:func:`simhash_pg.probes.probe_hits`).
+    searches (:func:`simhash_pg.text.probes.probe_hits`).
 
     The probe values are the store's: ``t`` per block
     (``Fingerprinter.fingerprint_many_probes``), fewer where ``a``'s keys take
@@ -558,7 +558,7 @@ def probe_hits(
     None: single blocks, a store made before revision 0019).
     """
     from simhash_pg.bits import blocks_array
-    from simhash_pg.probes import probe_hits as reach
+    from simhash_pg.text.probes import probe_hits as reach
 
     policy = V.VerifyPolicy("all", probe_t=t, probe_pairs=pairs)
     fper = Fingerprinter(scheme)

@@ -28,6 +28,7 @@ __all__ = [
     "check_fingerprint",
     "hamming",
     "hamming_array",
+    "hamming_either",
     "parse_fingerprint",
     "to_signed",
     "to_unsigned",
@@ -109,6 +110,12 @@ def raw_blocks(fp: int) -> tuple[int, int, int, int]:
 def hamming(a: int, b: int) -> int:
     """Number of differing bits between two unsigned 64-bit fingerprints."""
     return (check_fingerprint(a) ^ check_fingerprint(b)).bit_count()
+
+
+def hamming_either(a: int, b: int) -> int:
+    """:func:`hamming` of two fingerprints each unsigned or signed (a ``bigint``
+    column value, as read from the database), unchecked: their low 64 bits."""
+    return ((a ^ b) & MAX_FINGERPRINT).bit_count()
 
 
 def to_signed_array(fps: npt.ArrayLike) -> npt.NDArray[np.int64]:

@@ -12,6 +12,7 @@ from simhash_pg.bits import (
     check_fingerprint,
     hamming,
     hamming_array,
+    hamming_either,
     to_signed,
     to_signed_array,
     to_unsigned,
@@ -57,6 +58,12 @@ def test_blocks_rebuild_the_fingerprint(fp: int) -> None:
 def test_hamming_matches_popcount(a: int, b: int) -> None:
     assert hamming(a, b) == bin(a ^ b).count("1")
     assert hamming(a, b) == hamming(b, a)
+
+
+@given(u64, u64, st.booleans(), st.booleans())
+def test_hamming_either_reads_signed_and_unsigned_alike(a: int, b: int, sa: bool,
+                                                         sb: bool) -> None:
+    assert hamming_either(to_signed(a) if sa else a, to_signed(b) if sb else b) == hamming(a, b)
 
 
 @given(st.lists(st.tuples(u64, u64), min_size=1, max_size=50))

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_pg.text import charclass
-from simhash_pg.text.charclass import MARK_PLANES, alnum_only, mark_ranges, word_pattern
+from simhash_pg.text.charclass import HAN, MARK_PLANES, alnum_only, mark_ranges, word_pattern
 
 
 def _kept(ch: str) -> bool:
@@ -69,3 +69,21 @@ def test_huge_texts_are_stripped_in_pieces(monkeypatch: pytest.MonkeyPatch) -> N
     # cut inside words and between a letter and its mark
     monkeypatch.setattr(charclass, "_PIECE", 7)
     assert alnum_only(text) == whole == "".join(ch for ch in text if _kept(ch))
+
+
+def test_han_is_every_cjk_ideograph_and_nothing_else_assigned() -> None:
+    """HAN (the one definition of a Chinese character) holds every code point
+    the Unicode database names a CJK unified or compatibility ideograph, and
+    no other assigned one (unassigned code points in its ranges may come)."""
+    ideograph = ("CJK UNIFIED IDEOGRAPH-", "CJK COMPATIBILITY IDEOGRAPH-")
+    missing: list[str] = []
+    extra: list[str] = []
+    for cp in range(sys.maxunicode + 1):
+        ch = chr(cp)
+        name = unicodedata.name(ch, "")
+        is_han = HAN.match(ch) is not None
+        if name.startswith(ideograph) and not is_han:
+            missing.append(hex(cp))
+        elif is_han and name and not name.startswith(ideograph):
+            extra.append(hex(cp))
+    assert (missing[:5], extra[:5]) == ([], [])

@@ -15,8 +15,8 @@ from test_rerun_stability import licence_family
 
 from simhash_pg import Doc, SimhashStore, labels
 from simhash_pg.data import iter_sample
+from simhash_pg.store.evidence import explain, explain_stored, pair_query
 from simhash_pg.text.signatures import SHARED_SENTENCE_CAP
-from simhash_pg.verify.evidence import PairQuery, explain, explain_stored
 
 TITLES = [
     "Storm warning issued for the river city tonight",
@@ -97,11 +97,11 @@ def test_a_stored_document_as_the_query(pg_dsn: str) -> None:
 def test_a_query_s_keys_have_their_kinds(pg_dsn: str) -> None:
     with SimhashStore(pg_dsn) as store:
         for text in (TITLES[0], TITLES[5], licence_family()[0][2]):
-            q = PairQuery.of(store, text)
+            q = pair_query(store, text)
             assert q.vtext is not None and q.sentences is not None and q.titles is not None
             kinds = q.sentences | q.titles | set(q.vtext.minhash)
             assert set(q.vtext.hashes) <= kinds
-        assert PairQuery.of(store, 12345).vtext is None
+        assert pair_query(store, 12345).vtext is None
 
 
 def test_shares_are_rounded_down() -> None:

@@ -506,11 +506,11 @@ def test_worker_accepts_texts_or_a_slice_of_the_inherited_batch() -> None:
     f = Fingerprinter()
     expected = [f.fingerprint(EN), None]
     # The spawn path (no fork): texts travel with the chunk.
-    assert fpmod._work((f.scheme, [EN, ""], "none", None, None)) == expected
+    assert fpmod._work((Fingerprinter, f.scheme, [EN, ""], "none", None, None)) == expected
     # The fork path: a (start, stop) slice of the batch the worker inherited.
     fpmod._worker_items = ["x", EN, ""]
     try:
-        assert fpmod._work((f.scheme, (1, 3), "none", None, None)) == expected
+        assert fpmod._work((Fingerprinter, f.scheme, (1, 3), "none", None, None)) == expected
     finally:
         fpmod._worker_items = None
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(not (EVAL_DIR / "pairs.jsonl").exists(),
 
 sys.path.insert(0, str(ROOT))  # lab/ is beside the package, not installed
 from lab.noise import KINDS, generate, label, overlap  # noqa: E402
-from simhash_pg.text.visible import normalize_visible  # noqa: E402
+from simhash_pg.text.normalize import normalize_visible  # noqa: E402
 from simhash_pg.verify import alnum_only  # noqa: E402
 
 

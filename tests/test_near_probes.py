@@ -22,7 +22,7 @@ from test_store_sql import flip, nested_plans
 
 from simhash_pg.bits import MAX_FINGERPRINT, blocks, blocks_array, hamming, to_signed
 from simhash_pg.db import migrate
-from simhash_pg.probes import probe_hits
+from simhash_pg.text.probes import probe_hits
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -461,7 +461,7 @@ def test_the_store_passes_probes_as_the_array_the_sql_expects(
 ) -> None:
     """The look-up sends probe lists as the text form of a 3-D smallint[]: the server
     reads back the lists as given, each NULL-padded to the longest."""
-    from simhash_pg.verify.candidates import _probe_array
+    from simhash_pg.store.lookup import _probe_array
 
     got = pg.execute("SELECT %s::smallint[]", [_probe_array(probes)]).fetchone()
     assert got is not None

@@ -8,17 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_pg.bits import blocks
-from simhash_pg.probes import (
+from simhash_pg.text.features import extract_hashed
+from simhash_pg.text.probes import (
     bit_costs,
     block_bits,
     block_probes,
     cheapest_flips,
     iter_flips,
     probes_meet,
-    vote_with_margins,
 )
-from simhash_pg.text.features import extract_hashed
-from simhash_pg.text.simhash import Fingerprinter, vote
+from simhash_pg.text.simhash import Fingerprinter, vote, vote_with_margins
 
 ALL = 1 << 16
 _BITS = ((np.arange(ALL)[:, None] >> np.arange(16)) & 1).astype(np.int64)  # mask -> its bits

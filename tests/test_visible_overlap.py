@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_pg.text.normalize import normalize
+from simhash_pg.text.normalize import normalize, normalize_visible
 from simhash_pg.text.signatures import sentence_signature
 from simhash_pg.text.simhash import Fingerprinter
-from simhash_pg.text.visible import HTML_ELEMENTS, normalize_visible, strip_markup
+from simhash_pg.text.visible import HTML_ELEMENTS, strip_markup
 from simhash_pg.verify import alnum_only, shingles
 from simhash_pg.verify.jaccard import verification_text
 from simhash_pg.verify.overlap import is_duplicate, ngram_for, overlap, overlap_many
@@ -97,7 +97,7 @@ def test_code_and_math_are_left_alone(text: str) -> None:
 def test_plain_text_fingerprints_as_under_version_1(text: str) -> None:
     v1, v2 = Fingerprinter("auto:version=1"), Fingerprinter("auto:version=2")
     assert v2.normalize(text) == v1.normalize(text)
-    assert v2._try(text) == v1._try(text)
+    assert v2.fingerprint_or_none(text) == v1.fingerprint_or_none(text)
     assert sentence_signature(text) == sentence_signature(text, visible=False)
     assert verification_text(text) == verification_text(text, visible=False)
 
@@ -136,7 +136,7 @@ def test_version_3_sees_through_markup_escaped_again(
         escaped = html.escape(escaped, quote=False)
     v3 = Fingerprinter("auto:version=3")
     assert alnum_only(v3.feature_text(escaped)) == alnum_only(v3.feature_text(marked))
-    assert v3._try(escaped) == v3._try(marked)
+    assert v3.fingerprint_or_none(escaped) == v3.fingerprint_or_none(marked)
     # verification still reads what the labelling rule reads: one decoding
     assert v3.normalize(escaped) == Fingerprinter("auto:version=2").normalize(escaped)
 
@@ -146,7 +146,7 @@ def test_version_3_sees_through_markup_escaped_again(
 def test_code_and_math_fingerprint_as_under_version_2(text: str) -> None:
     # '<' and '&' of code or math are no markup at any depth.
     v3 = Fingerprinter("auto:version=3")
-    assert v3._try(text) == Fingerprinter("auto:version=2")._try(text)
+    assert v3.fingerprint_or_none(text) == Fingerprinter("auto:version=2").fingerprint_or_none(text)
 
 
 def test_the_labelling_rules_tags_are_a_superset() -> None:

@@ -11,7 +11,7 @@ Run from the repository root (figures in ``lab/experiments/margin_probes.md``):
 (``--eval-dir ../shared/eval`` when the repository is not beside ``shared``.)
 
 Everything is offline: fingerprints and margins come from
-:func:`simhash_pg.probes.vote_with_margins` under the default scheme, the
+:func:`simhash_pg.text.simhash.vote_with_margins` under the default scheme, the
 candidate test is the index's (``b_i`` among the query's probe values of
 block ``i`` for some ``i``, Hamming <= cap, or equal sentence signatures),
 and verification is :func:`simhash_pg.verify.similarity` against
@@ -39,10 +39,10 @@ import numpy.typing as npt
 from lab import quality as Q
 from simhash_pg import verify as V
 from simhash_pg.bits import BLOCKS
-from simhash_pg.probes import block_bits, iter_flips, vote_with_margins
 from simhash_pg.text.features import extract_hashed
+from simhash_pg.text.probes import block_bits, iter_flips
 from simhash_pg.text.signatures import sentence_signature_normalized
-from simhash_pg.text.simhash import Fingerprinter
+from simhash_pg.text.simhash import Fingerprinter, vote_with_margins
 from simhash_pg.verify.overlap import OVERLAP_THRESHOLD, overlap
 
 TMAX = 64  # probe values listed per block (shared budgets may put 48 in one block)
@@ -537,7 +537,7 @@ def cmd_falsecand(args: argparse.Namespace) -> None:
 
 
 def cmd_timing(args: argparse.Namespace) -> None:
-    from simhash_pg.probes import block_probes, cheapest_flips
+    from simhash_pg.text.probes import block_probes, cheapest_flips
 
     rng = np.random.default_rng(0)
     ms = rng.integers(-2000, 2000, (500, 64)) * 65536

@@ -15,7 +15,7 @@ Pairs come from :func:`lab.noise.generate` (built at run time, never stored),
 labelled by the eval set's rule. Each configuration is a pipeline, offline:
 
 - normalisation: scheme version 1's ("v1", markup is text), the visible text
-  (:func:`simhash_pg.text.visible.normalize_visible`: well-formed tags stripped,
+  (:func:`simhash_pg.text.normalize.normalize_visible`: well-formed tags stripped,
   entities decoded; the default scheme from version 2 on), or the scheme option
   ``html=true``;
 - candidates: radius 11 (today's ``verify="all"``) or margin-ranked probes
@@ -50,9 +50,9 @@ from lab.experiments.margin_probes import (
 )
 from lab.noise import KINDS, SEED, NoisePair, generate
 from simhash_pg import verify as V
+from simhash_pg.text.normalize import normalize_visible
 from simhash_pg.text.schemes import Scheme
 from simhash_pg.text.simhash import Fingerprinter
-from simhash_pg.text.visible import normalize_visible
 from simhash_pg.verify.overlap import OVERLAP_THRESHOLD
 
 NORMALISERS: dict[str, Callable[[str], str] | None] = {

@@ -2,7 +2,7 @@
 
 Today a probed text query (``verify="all"``) asks, per 16-bit block ``b_i``, for
 every row whose block value is one of the query's ``T`` margin-ranked probe
-values (``simhash_pg.probes``), and Hamming-checks each such row inside the
+values (``simhash_pg.text.probes``), and Hamming-checks each such row inside the
 index-only scan: ~N / 65,536 entries per value (763 at 50M rows), each paying
 the visibility-map check and the filter (docs/scaling.md, "Text queries at
 scale"). Block ``i``'s index is ``(b_i, b_(i+1), fingerprint)``, so a probe

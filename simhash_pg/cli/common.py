@@ -69,15 +69,9 @@ def open_store(
 
 def _is_empty_database(dsn: str) -> bool:
     """No schema revision and no simhash table: a database nobody has used for a store."""
-    import psycopg
+    from simhash_pg.db.admin import is_empty_database
 
-    from simhash_pg.db.migrate import libpq_dsn
-
-    with psycopg.connect(libpq_dsn(dsn), autocommit=True, connect_timeout=10) as conn:
-        row = conn.execute(
-            "SELECT to_regclass('alembic_version') IS NULL "
-            "AND to_regclass('simhash_documents') IS NULL").fetchone()
-    return bool(row and row[0])
+    return is_empty_database(dsn)
 
 
 def fresh_database(dbname: str) -> str:
@@ -85,16 +79,12 @@ def fresh_database(dbname: str) -> str:
 
     For commands that own a database of their own (``demo``, ``eval``), never a user's store.
     """
-    import psycopg
-    from psycopg import sql
-
+    from simhash_pg.db.admin import drop_database
     from simhash_pg.db.server import get_default_server
 
     server = get_default_server()
     server.start(dbname=None)
-    with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-                     .format(sql.Identifier(dbname)))
+    drop_database(server.dsn("postgres"), dbname)
     return server.start(dbname=dbname)
 
 

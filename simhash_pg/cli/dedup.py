@@ -13,7 +13,6 @@ malformed line.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import sys
@@ -143,8 +142,8 @@ def run_dedup(
     documents in hand are committed as the last batch and their results
     written. A second signal stops at once (the batch in flight is rolled back).
     """
-    from simhash_pg.store import AddResult, Doc
-    from simhash_pg.verify.evidence import shares
+    from simhash_pg.store import Doc
+    from simhash_pg.store.evidence import shares
 
     summary = Summary()
     # every record handed on, in order; a known key carries its result already
@@ -189,14 +188,9 @@ def run_dedup(
         On a connection of its own: the store's may be inside a batch.
         """
         keys = [r.key for r in chunk if r.key is not None]
-        if not keys or lookup_conn is None:
+        if not keys or key_reader is None:
             return {}
-        rows = lookup_conn.execute(
-            "SELECT key, id, fingerprint, duplicate_of FROM simhash_documents "
-            "WHERE key = ANY(%s)", [keys]).fetchall()
-        return {key: AddResult(id=id_, fingerprint=fp & (2**64 - 1), duplicate_of=dup,
-                               distance=None, inserted=False, key=key, existing_key=True)
-                for key, id_, fp, dup in rows}
+        return key_reader.known(keys)
 
     def hand_on(chunk: list[Record]) -> Iterator[Doc]:
         known = known_keys(chunk)
@@ -289,10 +283,10 @@ def run_dedup(
         if bad is not None:
             raise bad
 
-    lookup_conn: psycopg.Connection[Any] | None = None
-    # no second connection allowed: every record goes through add_many
-    with contextlib.suppress(psycopg.Error):
-        lookup_conn = lookup.enter_context(psycopg.connect(store.dsn, autocommit=True))
+    # None (no second connection allowed): every record goes through add_many
+    key_reader = store.key_reader()
+    if key_reader is not None:
+        lookup.enter_context(key_reader)
 
     start = time.perf_counter()
     try:

@@ -209,31 +209,17 @@ def _demo_database_on(dsn: str) -> str:
     is replaced only if it holds nothing but the sample.
     """
     import psycopg
-    from psycopg import sql
-    from psycopg.conninfo import make_conninfo
 
-    from simhash_pg.db.migrate import libpq_dsn
+    from simhash_pg.db.admin import ForeignDataError, replace_database
 
-    target = make_conninfo(libpq_dsn(dsn), dbname=DEMO_DB)
     try:
-        with psycopg.connect(libpq_dsn(dsn), autocommit=True, connect_timeout=10) as admin:
-            if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s",
-                             [DEMO_DB]).fetchone():
-                with psycopg.connect(target, autocommit=True) as conn:
-                    foreign = conn.execute(
-                        "SELECT to_regclass('simhash_documents') IS NOT NULL AND EXISTS "
-                        "(SELECT 1 FROM simhash_documents WHERE key NOT LIKE 'sample:%%')"
-                    ).fetchone()
-                if foreign and foreign[0]:
-                    fail(f"database {DEMO_DB} on that server holds documents that are not "
-                         "the demo's; not replacing it")
-                admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)")
-                              .format(sql.Identifier(DEMO_DB)))
-            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DEMO_DB)))
+        return replace_database(dsn, DEMO_DB, own_keys="sample:")
+    except ForeignDataError:
+        fail(f"database {DEMO_DB} on that server holds documents that are not "
+             "the demo's; not replacing it")
     except psycopg.Error as exc:
         fail(f"the demo needs a database of its own, {DEMO_DB}, on that server, and could "
              f"not make it: {str(exc).strip().splitlines()[0]}")
-    return target
 
 
 @click.command("demo")
@@ -248,7 +234,7 @@ def command(dsn: str | None, k: int, scheme: SchemeSpec, groups: int) -> None:
     """Dedupe the bundled sample corpus and show what was found."""
     from simhash_pg.data import iter_sample
     from simhash_pg.store import SimhashStore
-    from simhash_pg.verify.evidence import shares
+    from simhash_pg.store.evidence import shares
 
     rows = list(iter_sample())
     try:

@@ -52,7 +52,7 @@ def command(text: str | None, file: str | None, fp: str | None, limit: int | Non
     look-up goes. k is the radius of a fingerprint query: a fingerprint (and
     a text under --verify off) matches within Hamming distance k.
     """
-    from simhash_pg.verify.evidence import explain as explain_matches
+    from simhash_pg.store.evidence import explain as explain_matches
 
     query: str | int
     if fp is not None:

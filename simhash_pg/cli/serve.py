@@ -5,7 +5,7 @@
 The database is opened here once, before any worker starts, so a wrong DSN
 or an outdated schema is a usage error (exit 2) with the usual message; the
 schema rule is ``simhash-pg add``'s (cli/common.open_store), and so is too
-many connections for the server (serve/capacity.py). The workers get the
+many connections for the server (db/capacity.py). The workers get the
 settings through the environment (serve/settings.py).
 
 The workers never log in as a superuser (db/roles.py). On the embedded
@@ -127,7 +127,7 @@ def command(host: str, port: int, dsn: str | None, workers: int, token: str | No
     import uvicorn
 
     from simhash_pg.cli.common import fail, open_store
-    from simhash_pg.serve.capacity import check_room, room
+    from simhash_pg.db.capacity import check_room, room
     from simhash_pg.serve.login import LoginError, check_serve_login, serve_login
     from simhash_pg.serve.settings import Settings
 

@@ -51,13 +51,10 @@ def status() -> None:
     running = srv.is_running()
     click.echo(f"{'running' if running else 'stopped'}: data in {srv.datadir}")
     if running:
-        import psycopg
-
-        from simhash_pg.db.server import memory_status
+        from simhash_pg.db.admin import memory_status_at
 
         click.echo(srv.dsn(DEFAULT_DBNAME))
-        with psycopg.connect(srv.dsn("postgres"), autocommit=True) as conn:
-            click.echo(memory_status(conn))
+        click.echo(memory_status_at(srv.dsn("postgres")))
     raise SystemExit(0 if running else 1)
 
 
@@ -87,8 +84,8 @@ def tune(rows: int | None, large: bool, restart: bool) -> None:
     This writes the large-store settings into its postgresql.auto.conf.
     """
     import psycopg
-    from psycopg import sql
 
+    from simhash_pg.db.admin import alter_system
     from simhash_pg.db.server import ServerError, get_default_server
     from simhash_pg.db.server_settings import TUNED, sized_settings
 
@@ -98,10 +95,7 @@ def tune(rows: int | None, large: bool, restart: bool) -> None:
     srv = get_default_server()
     try:
         srv.start(dbname=None)
-        with psycopg.connect(srv.dsn("postgres"), autocommit=True) as conn:
-            for name in TUNED:
-                conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(
-                    sql.Identifier(name), sql.Literal(settings[name])))
+        alter_system(srv.dsn("postgres"), {name: settings[name] for name in TUNED})
         click.echo(", ".join(f"{name} = {settings[name]}" for name in TUNED))
         if restart:
             srv.stop()

@@ -17,7 +17,10 @@ user's, :func:`check_login` says whether its role may serve.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import psycopg
 
 __all__ = ["READER", "SERVE_LOGINS", "WRITER", "Login", "check_login", "dsn_as",
            "ensure_serve_login", "login_of"]
@@ -56,7 +59,7 @@ class Login:
     connection_limit: int  # rolconnlimit; -1: none
 
 
-def login_of(conn: Any, role: str | None = None) -> Login:
+def login_of(conn: psycopg.Connection[Any], role: str | None = None) -> Login:
     """The :class:`Login` of ``role`` (None: the connection's current_user)."""
     from psycopg import sql
 
@@ -102,7 +105,7 @@ def check_login(login: Login, *, read_only: bool, allow_superuser: bool) -> list
     return warnings
 
 
-def ensure_serve_login(conn: Any, *, read_only: bool) -> str:
+def ensure_serve_login(conn: psycopg.Connection[Any], *, read_only: bool) -> str:
     """Make serve's login role on this server if missing, as the store's owner; its name.
 
     A member of simhash_writer (simhash_reader if ``read_only``), LOGIN and

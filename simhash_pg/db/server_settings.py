@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import psycopg
 
 
 def _total_memory() -> int:
@@ -89,7 +92,7 @@ def sized_settings(memory: int | None = None, *, small: bool = False, large: boo
     }
 
 
-def memory_status(conn: Any) -> str:
+def memory_status(conn: psycopg.Connection[Any]) -> str:
     """shared_buffers and whether the server got huge pages, for status and bench output.
 
     With 4 kB pages every buffer a search reads at random is a TLB miss over
@@ -99,11 +102,13 @@ def memory_status(conn: Any) -> str:
     which only the machine's administrator can do: this says how many.
     """
     # one round trip; missing_ok: huge_pages_status exists from PostgreSQL 17
-    shared, setting, got, need = conn.execute(
+    row = conn.execute(
         "SELECT current_setting('shared_buffers'), current_setting('huge_pages'),"
         " current_setting('huge_pages_status', true),"
         " current_setting('shared_memory_size_in_huge_pages', true)"
     ).fetchone()
+    assert row is not None  # a SELECT without FROM has its one row
+    shared, setting, got, need = row
     line = f"shared_buffers {shared}"
     if got is None:
         return line + f", huge_pages = {setting}"

@@ -38,8 +38,8 @@ from simhash_pg.serve.models import (
 )
 from simhash_pg.store import AddResult, Doc, Match, SimhashStore
 from simhash_pg.store.checks import MAX_BIGINT
+from simhash_pg.store.evidence import explain as explain_matches
 from simhash_pg.verify.evidence import Evidence
-from simhash_pg.verify.evidence import explain as explain_matches
 
 __all__ = ["router"]
 
@@ -169,26 +169,6 @@ def read_stats(store: SimhashStore, authenticated: bool) -> dict[str, Any]:
     return out
 
 
-# One page of groups, by the id of the document the others were linked to
-# (on_duplicate="link" stores near-duplicates with duplicate_of; under
-# "skip" there are none). The partial index on duplicate_of serves it.
-_GROUPS = """
-WITH heads AS (
-    SELECT duplicate_of AS head, count(*) AS n FROM simhash_documents
-    WHERE duplicate_of IS NOT NULL AND duplicate_of > %(after)s
-    GROUP BY duplicate_of ORDER BY duplicate_of LIMIT %(limit)s)
-SELECT h.head, d.key, h.n + 1, m.members
-FROM heads h
-JOIN simhash_documents d ON d.id = h.head
-CROSS JOIN LATERAL (
-    SELECT coalesce(json_agg(json_build_array(x.id, x.key,
-                    simhash_hamming(x.fingerprint, d.fingerprint)) ORDER BY x.id), '[]')
-    FROM (SELECT id, key, fingerprint FROM simhash_documents
-          WHERE duplicate_of = h.head ORDER BY id LIMIT 100) x) m(members)
-ORDER BY h.head
-"""
-
-
 @router.get("/groups", dependencies=reads, response_model=GroupsOut,
             summary="Duplicate groups: stored documents and the duplicates linked to them")
 async def groups(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 50,
@@ -198,10 +178,10 @@ async def groups(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] =
 
 def read_groups(store: SimhashStore, *, limit: int, after: int) -> GroupsOut:
     """One page of duplicate groups after head id ``after`` (the API's and the web page's)."""
-    rows = store.connection.execute(_GROUPS, {"after": after, "limit": limit}).fetchall()
-    out = [Group(id=head, key=key, size=size,
-                 members=[GroupMember(id=i, key=k, distance=dist) for i, k, dist in members])
-           for head, key, size, members in rows]
+    out = [Group(id=g.id, key=g.key, size=g.size,
+                 members=[GroupMember(id=m.id, key=m.key, distance=m.distance)
+                          for m in g.members])
+           for g in store.groups(limit=limit, after=after)]
     return GroupsOut(groups=out, next_after=out[-1].id if len(out) == limit else None)
 
 

@@ -37,6 +37,7 @@ from simhash_pg.serve.guards import OneAuthorization, host_patterns
 from simhash_pg.serve.limits import BodyLimit
 from simhash_pg.serve.metrics import CONTENT_TYPE, Metrics
 from simhash_pg.serve.settings import Settings
+from simhash_pg.store.opening import ping
 
 __all__ = ["app_from_env", "create_app"]
 
@@ -74,7 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/healthz", summary="200 if the database answers, else 503", tags=["ops"])
     def healthz(request: Request) -> dict[str, str]:
         with get_state(request).pool.connection() as conn:
-            conn.execute("SELECT 1")
+            ping(conn)
         return {"status": "ok"}
 
     reads = [Depends(require_read)]

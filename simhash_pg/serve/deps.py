@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
+import psycopg
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from psycopg.conninfo import conninfo_to_dict
@@ -62,7 +63,7 @@ class ServeState:
         opened.conn.close()
         lock_timeout = settings.lock_timeout
 
-        def configure(conn: Any) -> None:
+        def configure(conn: psycopg.Connection[Any]) -> None:
             opening.configure_session(conn, lock_timeout)
 
         kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": 10}
@@ -79,7 +80,7 @@ class ServeState:
         state.warm_up()
         return state
 
-    def store(self, conn: Any) -> SimhashStore:
+    def store(self, conn: psycopg.Connection[Any]) -> SimhashStore:
         s = self.settings
         return SimhashStore.over_connection(
             conn, self.handshake, k=s.k, on_duplicate=s.on_duplicate,

@@ -8,9 +8,11 @@ says so).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import psycopg
 
 from simhash_pg.db.roles import check_login, dsn_as, ensure_serve_login, login_of
 
@@ -28,7 +30,7 @@ class ServeLogin:
     warnings: tuple[str, ...] = ()
 
 
-def serve_login(conn: Any, dsn: str, *, embedded: bool, read_only: bool,
+def serve_login(conn: psycopg.Connection[Any], dsn: str, *, embedded: bool, read_only: bool,
                 allow_superuser: bool) -> ServeLogin:
     """The workers' login, over ``conn``: the store's owner's on the embedded server
     (``embedded``), else the connection of the user's ``dsn``. ValueError: refused."""
@@ -49,17 +51,12 @@ def check_serve_login(dsn: str, role: str, wait: float = 5.0) -> None:
     """
     import psycopg
 
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
-            break
-        except psycopg.OperationalError as exc:
-            if time.monotonic() >= deadline:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-                raise LoginError(f"serve cannot log in as {role}: {first}") from None
-            time.sleep(0.2)
-    with conn:
-        row = conn.execute("SELECT current_user::text").fetchone()
-    if row is None or row[0] != role:
-        raise LoginError(f"serve logged in as {row[0] if row else '?'}, not as {role}")
+    from simhash_pg.db.admin import logged_in_as
+
+    try:
+        user = logged_in_as(dsn, wait)
+    except psycopg.OperationalError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+        raise LoginError(f"serve cannot log in as {role}: {first}") from None
+    if user != role:
+        raise LoginError(f"serve logged in as {user or '?'}, not as {role}")

@@ -13,11 +13,14 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Literal
 
+from simhash_pg.text.charclass import HAN_CLASS
+
 __all__ = ["MAX_TOKENS", "Diff", "Piece", "diff", "lang_of", "tokens"]
 
-# Han, kana, Hangul (and their compatibility and extension blocks in the BMP)
-_CJK = "\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff" \
-       "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+# Han (simhash_pg.text.charclass's), kana, Hangul, and their radicals and
+# compatibility forms
+_CJK = f"{HAN_CLASS}\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u31ff" \
+       "\uac00-\ud7af\uff66-\uff9f"
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 # a CJK character; a run of other word characters; a run of whitespace; anything else
 _TOKEN = re.compile(f"[{_CJK}]|(?:(?![{_CJK}])\\w)+|\\s+|.", re.DOTALL)

@@ -30,14 +30,16 @@ from fastapi.responses import FileResponse, HTMLResponse, Response
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from simhash_pg import labels
-from simhash_pg.bits import hamming, to_unsigned
+from simhash_pg.bits import hamming
 from simhash_pg.serve import api
 from simhash_pg.serve.deps import Store, get_state, require_read
 from simhash_pg.serve.models import hex64
 from simhash_pg.serve.textdiff import diff, lang_of
 from simhash_pg.store import SimhashStore
+from simhash_pg.store.browse import DocumentWithText
 from simhash_pg.store.checks import MAX_BIGINT, MAX_K, check_key
-from simhash_pg.verify.evidence import Evidence, explain, explain_stored, shares
+from simhash_pg.store.evidence import explain, explain_stored, shares
+from simhash_pg.verify.evidence import Evidence
 from simhash_pg.verify.jaccard import from_norm, is_short
 
 __all__ = ["router"]
@@ -103,24 +105,17 @@ def _not_found(request: Request, message: str) -> HTMLResponse:
 
 # -- rows the pages show ------------------------------------------------------------
 
-_ROW = ("SELECT id, key, fingerprint, duplicate_of, created_at, meta, verify_text"
-        " FROM simhash_documents")
-
-
-def _row(r: tuple[Any, ...]) -> dict[str, Any]:
-    return {"id": r[0], "key": r[1], "fingerprint": to_unsigned(r[2]),
-            "duplicate_of": r[3], "created_at": r[4], "meta": r[5], "text": r[6]}
+def _row(doc: DocumentWithText) -> dict[str, Any]:
+    return {"id": doc.id, "key": doc.key, "fingerprint": doc.fingerprint,
+            "duplicate_of": doc.duplicate_of, "created_at": doc.created_at, "meta": doc.meta,
+            "text": doc.text}
 
 
 def _fetch(store: SimhashStore, *, doc_id: int | None = None,
            key: str | None = None) -> dict[str, Any] | None:
-    if doc_id is not None:
-        r = store.connection.execute(_ROW + " WHERE id = %s", [doc_id]).fetchone()
-    else:
-        # the key's row, through simhash_keys (one row per key across partitions)
-        r = store.connection.execute(
-            _ROW + " WHERE id = (SELECT id FROM simhash_keys WHERE key = %s)", [key]).fetchone()
-    return _row(r) if r is not None else None
+    doc = (store.document(doc_id) if doc_id is not None
+           else store.document(key) if key is not None else None)
+    return _row(doc) if doc is not None else None
 
 
 def _normalise(store: SimhashStore, text: str) -> str:
@@ -151,8 +146,7 @@ def search(body: SearchIn, request: Request, store: Store) -> HTMLResponse:
     matches = store.near(body.text, k=body.k, limit=PAGE_SIZE)
     ids = [m.id for m in matches]
     # their stored rows in one round trip, shown in near's order (nearest first)
-    found = {r[0]: _row(r) for r in store.connection.execute(
-        _ROW + " WHERE id = ANY(%s)", [ids]).fetchall()}
+    found = {i: _row(doc) for i, doc in store.documents(ids).items()}
     k = store.k if body.k is None else body.k
     evidence = {e.id: e for e in explain(store, body.text, ids, k)}
     rows = [found[m.id] | {"distance": m.distance, "evidence": evidence.get(m.id)}
@@ -243,10 +237,7 @@ def recent(request: Request, store: Store,
     """The newest documents first (by id: ids are handed out in insertion order)."""
     if (locked := _locked(request)) is not None:
         return locked
-    where = " WHERE id < %(before)s" if before is not None else ""
-    rows = [_row(r) for r in store.connection.execute(
-        _ROW + where + " ORDER BY id DESC LIMIT %(limit)s",
-        {"before": before, "limit": PAGE_SIZE}).fetchall()]
+    rows = [_row(doc) for doc in store.recent(limit=PAGE_SIZE, before=before)]
     return _render(request, "recent.html", title="Recent documents", docs=rows,
                    next_before=rows[-1]["id"] if len(rows) == PAGE_SIZE else None)
 

@@ -6,7 +6,12 @@
 - sql: the statements; single: one add; query: near and near_many;
 - batch and batch_index: add_many's batches; bulk: bulk_load;
 - pgcopy: the binary COPY writer; stats: catalog sizes;
-- locking: the writers' lock protocol and retries; retention: purge.
+- locking: the writers' lock protocol and retries; retention: purge;
+- lookup: the verified look-up; evidence: a pair's evidence from stored rows;
+- browse: read-only listings (documents, recent, groups) for serve and the CLI.
+
+Every SQL statement of the package is sent from here or from :mod:`simhash_pg.db`
+(tests/test_layers.py).
 """
 
 from simhash_pg.store import results

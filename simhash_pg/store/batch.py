@@ -10,7 +10,7 @@ Steps, each a function below:
    store/locking.py) in one transaction, rerun after a lost race, and in it
 3. :func:`_look_up`: one round trip for the stored keys, the nearest stored
    row of every unverified fingerprint and the new ids; one more for the
-   verified texts' candidates (verify/candidates.py);
+   verified texts' candidates (store/lookup.py);
 4. :func:`_decide`: every document in input order, exactly as sequential
    ``add()`` calls would decide it, against the stored rows and the batch's
    own earlier rows (:class:`~simhash_pg.store.batch_index.BatchIndex`);
@@ -30,16 +30,13 @@ from simhash_pg.bits import to_signed_list, to_unsigned
 from simhash_pg.store import locking, sql
 from simhash_pg.store.batch_index import BatchIndex, EarlierPairs, Hit
 from simhash_pg.store.checks import parse_item
+from simhash_pg.store.lookup import lookup
 from simhash_pg.store.pgcopy import copy_documents
 from simhash_pg.store.results import AddResult, OnDuplicate
 from simhash_pg.text.signatures import sentences_meet
+from simhash_pg.text.simhash import Fingerprinter
 from simhash_pg.verify import VerifyPolicy, VText
-from simhash_pg.verify.candidates import (
-    Candidate,
-    filter_candidates,
-    lookup,
-    texts_and_vtexts,
-)
+from simhash_pg.verify.candidates import Candidate, filter_candidates, texts_and_vtexts
 
 __all__ = ["BatchOptions", "Prepared", "add_batch", "prepare"]
 
@@ -73,7 +70,7 @@ class BatchOptions:
     probe_locks: bool = True  # False: probed texts lock their own blocks only (a test's proof)
 
 
-def prepare(batch: Sequence[Any], fingerprinter: Any, policy: VerifyPolicy,
+def prepare(batch: Sequence[Any], fingerprinter: Fingerprinter, policy: VerifyPolicy,
             workers: int | None, *, probes: bool = True) -> Prepared:
     """Check and fingerprint a batch; errors as results, VTexts as the policy needs.
 
@@ -115,7 +112,7 @@ def prepare(batch: Sequence[Any], fingerprinter: Any, policy: VerifyPolicy,
     return out
 
 
-def _why_not(fingerprinter: Any, text: Any) -> str:
+def _why_not(fingerprinter: Fingerprinter, text: Any) -> str:
     try:
         fingerprinter.fingerprint(text)
     except (TypeError, ValueError) as exc:

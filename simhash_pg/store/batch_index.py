@@ -25,7 +25,7 @@ from simhash_pg.bits import (
     hamming_array,
     raw_blocks,
 )
-from simhash_pg.probes import probe_hits
+from simhash_pg.text.probes import probe_hits
 
 __all__ = ["BatchIndex", "EarlierPairs", "Hit"]
 
@@ -115,7 +115,7 @@ class BatchIndex:
         self, fp: int, probes: Sequence[Sequence[int]], cap: int, *, pairs: bool = False
     ) -> list[tuple[int, int]]:
         """(position, distance) of every row within ``cap`` that the probes reach
-        (:func:`simhash_pg.probes.probe_hits`, single blocks or ``pairs``).
+        (:func:`simhash_pg.text.probes.probe_hits`, single blocks or ``pairs``).
 
         ``probes``: the smallint values of b0..b3, as ``simhash_near_probes`` takes them.
         """

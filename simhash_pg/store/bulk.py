@@ -37,6 +37,7 @@ from simhash_pg.store.pgcopy import (
     copy_target,
 )
 from simhash_pg.store.planner_stats import forget_empty_stats
+from simhash_pg.text.simhash import Fingerprinter
 from simhash_pg.verify import VerifyPolicy, VText
 
 __all__ = ["bulk_load"]
@@ -76,7 +77,7 @@ _BUILD_MEMORY = (
 def bulk_load(
     conn: psycopg.Connection[Any],
     docs: Iterable[Any],
-    fingerprinter: Any,
+    fingerprinter: Fingerprinter,
     policy: VerifyPolicy,
     *,
     batch_size: int,

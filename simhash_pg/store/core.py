@@ -20,9 +20,9 @@ ValueError naming the problem (an error result in ``add_many``).
 
 A store holds one connection and is not thread-safe: use one per thread.
 
-This class is the facade: each job is a module of this package (single,
-batch, bulk, opening, stats; locking and retention), verification is
-:mod:`simhash_pg.verify`, asked through the store's :class:`VerifyPolicy`.
+The facade: each job is a module of this package (single, batch, bulk,
+opening, stats, locking, retention; the listings in browse), verification
+is :mod:`simhash_pg.verify`, asked through the store's :class:`VerifyPolicy`.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from simhash_pg.bits import to_unsigned
 from simhash_pg.store import batch as _batch
 from simhash_pg.store import bulk, locking, opening, query, single, sql
+from simhash_pg.store.browse import Browse
 from simhash_pg.store.checks import (
     check_batch_size,
     check_document,
@@ -56,7 +56,6 @@ from simhash_pg.store.results import (
     AddManyResult,
     AddResult,
     Doc,
-    Document,
     Match,
     OnDuplicate,
     Pair,
@@ -76,7 +75,7 @@ __all__ = ["DEFAULT_BATCH", "SimhashStore"]
 DEFAULT_BATCH = 5000
 
 
-class SimhashStore:
+class SimhashStore(Browse):
     """A near-duplicate document store on PostgreSQL.
 
     Parameters
@@ -350,14 +349,6 @@ class SimhashStore:
         closed. At 10M rows k <= 3 takes minutes (docs/scaling.md, 0d).
         """
         return query.pairs(self._conn, self._k(k))
-
-    def get(self, id_or_key: int | str) -> Document | None:
-        """The stored row with this id (int) or key (str), or None."""
-        col, value = check_id_or_key(id_or_key)
-        row = self._conn.execute(sql.GET[col], [value], prepare=True).fetchone()
-        if row is None:
-            return None
-        return Document(row[0], row[1], to_unsigned(row[2]), row[3], row[4], row[5])
 
     def remove(self, id_or_key: int | str) -> bool:
         """Delete the row with this id or key; True if one was deleted.

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from simhash_pg.text.schemes import Scheme
 
 __all__ = ["DEFAULT_VERIFY", "PARTITION_INTERVALS", "SCHEMA_HEAD", "Opened",
-           "PartitionInterval", "configure_session", "open_database", "where"]
+           "PartitionInterval", "configure_session", "open_database", "ping", "where"]
 
 # A new store verifies every text: measured on ../shared/eval through the
 # store, "all" is the only mode that meets the long-text targets (P 1.000,
@@ -363,3 +363,8 @@ def _ensure_partition_interval(conn: psycopg.Connection[Any], dsn: str,
             f"the database at {where(dsn)} makes {recorded or 'day'} partitions; only its "
             f"owner may change that to {wanted!r}") from None
     return cast(PartitionInterval, target)
+
+
+def ping(conn: psycopg.Connection[Any]) -> None:
+    """One round trip: raises if the database does not answer (serve's /healthz)."""
+    conn.execute("SELECT 1")

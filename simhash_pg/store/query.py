@@ -2,7 +2,7 @@
 
 A fingerprint query, or a text under verify mode ``"off"``, is answered by
 ``simhash_near`` / ``simhash_near_many`` alone: Hamming distance <= k, exact.
-A verified text asks :func:`simhash_pg.verify.candidates.lookup`, which
+A verified text asks :func:`simhash_pg.store.lookup.lookup`, which
 widens the radius and keeps what the duplicate rule accepts.
 """
 
@@ -16,9 +16,11 @@ import psycopg
 from simhash_pg.bits import to_signed, to_signed_list
 from simhash_pg.store import sql
 from simhash_pg.store.checks import check_document
+from simhash_pg.store.lookup import lookup
 from simhash_pg.store.results import Match, Pair
+from simhash_pg.text.simhash import Fingerprinter
 from simhash_pg.verify import VerifyPolicy, VText
-from simhash_pg.verify.candidates import lookup, texts_and_vtexts
+from simhash_pg.verify.candidates import texts_and_vtexts
 
 __all__ = ["near", "near_many", "pairs"]
 
@@ -33,7 +35,7 @@ def near(conn: psycopg.Connection[Any], fp: int, vt: VText | None, k: int, limit
     return [Match(r[0], r[1], r[2], r[3]) for r in rows]
 
 
-def near_many(conn: psycopg.Connection[Any], items: list[Any], k: int, fingerprinter: Any,
+def near_many(conn: psycopg.Connection[Any], items: list[Any], k: int, fingerprinter: Fingerprinter,
               policy: VerifyPolicy) -> list[list[Match]]:
     """One list of matches per query, in query order: a round trip per kind of query."""
     vts: dict[int, VText] = {}
@@ -70,7 +72,7 @@ def pairs(conn: psycopg.Connection[Any], k: int, itersize: int = 10_000
             yield Pair(a, b, distance)
 
 
-def _fingerprints(items: list[Any], fingerprinter: Any, policy: VerifyPolicy,
+def _fingerprints(items: list[Any], fingerprinter: Fingerprinter, policy: VerifyPolicy,
                   vtexts: dict[int, VText] | None) -> list[int]:
     """Fingerprints of queries, raising at the first bad one; texts' VTexts into ``vtexts``."""
     fps = [0 if isinstance(d, str) else cast(int, check_document(d)) for d in items]

@@ -16,9 +16,9 @@ from psycopg.types.json import Jsonb
 
 from simhash_pg.bits import to_signed, to_unsigned
 from simhash_pg.store import locking, sql
+from simhash_pg.store.lookup import lookup
 from simhash_pg.store.results import AddResult, OnDuplicate
 from simhash_pg.verify import VerifyPolicy, VText
-from simhash_pg.verify.candidates import lookup
 
 __all__ = ["add_plain", "add_verified"]
 

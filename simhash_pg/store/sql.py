@@ -1,6 +1,6 @@
 """The statements the store sends, in one place (the SQL functions are in sql/).
 
-The verified look-ups are in :mod:`simhash_pg.verify.candidates`, the COPY
+The verified look-ups are in :mod:`simhash_pg.store.lookup`, the COPY
 statements in :mod:`simhash_pg.store.copy`, the catalog queries of
 ``bulk_load`` and ``stats`` beside them.
 """

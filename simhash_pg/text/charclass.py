@@ -22,6 +22,7 @@ from functools import lru_cache
 
 __all__ = [
     "HAN",
+    "HAN_CLASS",
     "MARK_PLANES",
     "alnum_only",
     "has_alnum",
@@ -35,9 +36,15 @@ __all__ = [
 # ~0.5 s; a test checks that the whole code space has no mark outside them.
 MARK_PLANES = ((0, 0x20000), (0xE0000, 0xF0000))
 
-# Chinese characters (the CJK Unified Ideographs, extensions A-F and the
-# compatibility block): what is cut into words by jieba rather than at spaces.
-HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
+# Chinese characters, the one definition: the CJK Unified Ideographs (U+4E00),
+# extension A (U+3400), the compatibility ideographs (U+F900) and planes 2 and
+# 3, which Unicode gives to ideographs alone (extensions B to J and the
+# compatibility supplement, U+20000 to U+3347F as of Unicode 17, and what it
+# adds there). What is cut into words by jieba rather than at spaces, and what
+# makes normalize() convert traditional to simplified; tests/test_charclass.py
+# checks it against the Unicode database.
+HAN_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
+HAN = re.compile(f"[{HAN_CLASS}]")
 _ASCII_WORD = re.compile(r"\w+")
 _ALNUM_RUN = re.compile(r"[^\W_]+")  # letters and digits; in ASCII (no marks) the whole class
 # Huge texts are stripped in pieces, which keeps the list of matches small.

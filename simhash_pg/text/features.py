@@ -28,7 +28,7 @@ import xxhash
 
 from simhash_pg.text import charclass
 from simhash_pg.text.charclass import HAN, alnum_only, has_alnum, word_pattern
-from simhash_pg.text.normalize import _t2s
+from simhash_pg.text.normalize import to_simplified
 from simhash_pg.text.schemes import Scheme
 
 __all__ = [
@@ -487,4 +487,4 @@ def warm_up(scheme: Scheme) -> None:
     """Load what ``scheme`` needs (jieba: about 0.5-1 s) now, e.g. before forking."""
     EXTRACTORS[scheme.name].warm_up()
     if scheme.t2s:
-        _t2s("漢")
+        to_simplified("漢")

@@ -35,9 +35,14 @@ import threading
 import unicodedata
 from typing import Any
 
+from simhash_pg.text.charclass import HAN
+from simhash_pg.text.strs import ensure_str
 from simhash_pg.text.visible import strip_markup, strip_markup_deep
 
-__all__ = ["IGNORABLE", "ensure_str", "fix_surrogates", "normalize", "strip_html"]
+__all__ = [
+    "IGNORABLE", "ensure_str", "fix_surrogates", "normalize", "normalize_visible", "strip_html",
+    "to_simplified",
+]
 
 # Unicode's Default_Ignorable_Code_Point set (DerivedCoreProperties.txt,
 # Unicode 14.0, the version of this Python's unicodedata; the same ranges as
@@ -63,17 +68,6 @@ _WS_RUN = re.compile(r"\s{2,}|[^\S ]")
 
 _opencc_lock = threading.Lock()
 _opencc: Any = None
-
-
-def ensure_str(text: object) -> str:
-    """Return ``text`` if it is a ``str``; raise a helpful :class:`TypeError` otherwise."""
-    if isinstance(text, str):
-        return text
-    if isinstance(text, (bytes, bytearray, memoryview)):
-        raise TypeError(
-            f"expected a str, got {type(text).__name__}: decode it first, e.g. data.decode('utf-8')"
-        )
-    raise TypeError(f"expected a str, got {type(text).__name__}")
 
 
 def fix_surrogates(text: str) -> str:
@@ -105,7 +99,8 @@ def strip_html(text: str) -> str:
     return root.text(deep=True, separator=" ", strip=False)
 
 
-def _t2s(text: str) -> str:
+def to_simplified(text: str) -> str:
+    """Traditional Chinese to simplified (OpenCC's t2s, loaded on first use)."""
     global _opencc
     if _opencc is None:
         with _opencc_lock:
@@ -142,14 +137,16 @@ def normalize(
         text = _drop_ignorable(text)  # entities such as &shy; decode to them
     text = unicodedata.normalize("NFKC", text).casefold()
     if t2s and _has_han(text):
-        text = _t2s(text)
+        text = to_simplified(text)
     if _CONTROL.search(text) is not None:
         text = _CONTROL.sub(" ", text)
     return _WS_RUN.sub(" ", text).strip()
 
 
-_HAN = re.compile("[\u3400-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+def normalize_visible(text: str, *, t2s: bool = True, ignorables: bool = True) -> str:
+    """:func:`normalize` of the visible text (:func:`simhash_pg.text.visible.strip_markup`)."""
+    return normalize(text, visible=True, t2s=t2s, ignorables=ignorables)
 
 
 def _has_han(text: str) -> bool:
-    return _HAN.search(text) is not None
+    return HAN.search(text) is not None

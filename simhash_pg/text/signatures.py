@@ -32,7 +32,7 @@ from collections.abc import Iterable
 import numpy as np
 import xxhash
 
-from simhash_pg.bits import to_signed
+from simhash_pg.bits import hamming_either, to_signed
 from simhash_pg.text.charclass import HAN, alnum_only
 from simhash_pg.text.normalize import normalize
 
@@ -95,7 +95,6 @@ SENTENCE_HASH_SEED = 0x5348_5047_5353_4E54  # "SHPGSSNT"
 # equal: tests/test_sentence_hashes.py).
 SHARED_SENTENCE_CAP = 16
 BOILERPLATE_HOLDERS = 256
-_MASK64 = (1 << 64) - 1
 # A short text's (a title's) key: its verification text without digits, so
 # that a title whose numbers changed (a date, a count, a score: the tokens
 # news titles edit most) meets its other version exactly. Fewer letters than
@@ -385,5 +384,5 @@ def key_holders_found(
         return []
     if fp is None:
         return sorted(i for i, _ in rows)
-    ranked = sorted(rows, key=lambda r: (((r[1] ^ fp) & _MASK64).bit_count(), r[0]))
+    ranked = sorted(rows, key=lambda r: (hamming_either(r[1], fp), r[0]))
     return [i for i, _ in ranked[:SHARED_SENTENCE_CAP]]

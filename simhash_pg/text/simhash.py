@@ -26,7 +26,7 @@ every empty document a duplicate of every other.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, NamedTuple, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -40,17 +40,17 @@ from simhash_pg.text.features import (
     resolve_auto,
 )
 from simhash_pg.text.normalize import ensure_str, normalize
+from simhash_pg.text.probes import Probes, block_probes
 from simhash_pg.text.schemes import Scheme, get_scheme
 from simhash_pg.text.workers import parallel, pool_size
 
 T = TypeVar("T")
-# Probe values of b0..b3 (smallint column values), as simhash_pg.probes.block_probes gives them.
-Probes = tuple[list[int], list[int], list[int], list[int]]
 
 __all__ = [
     "Fingerprinter",
     "NoFeaturesError",
     "Probes",
+    "TextPrint",
     "fingerprint",
     "fingerprint_features",
     "vote",
@@ -85,7 +85,7 @@ def vote_with_margins(
     the feature's hash has a 1, ``-w`` where it has a 0), in units of 2**-16.
     Bit ``j`` is set exactly when ``margins[j] > 0``: a bit whose sum is
     exactly 0 is 0. Small margins mark the bits that small edits flip
-    (:mod:`simhash_pg.probes` ranks probes by them).
+    (:mod:`simhash_pg.text.probes` ranks probes by them).
 
     Weights are rounded to multiples of 2**-16 first. Every partial sum is
     then an integer below 2**53, which float64 holds exactly, so the result
@@ -143,6 +143,16 @@ def fingerprint_features(features: Iterable[tuple[str, float]] | Mapping[str, fl
         raise NoFeaturesError(_NO_FEATURES)
     xxh, seed = xxhash.xxh3_64_intdigest, HASH_SEED
     return vote([xxh(f.encode("utf-8"), seed) for f, _ in items], [w for _, w in items])
+
+
+class TextPrint(NamedTuple):
+    """What a store needs of one text, from one normalisation and one vote
+    (:meth:`Fingerprinter.analyse`)."""
+
+    fingerprint: int  # unsigned 64-bit
+    norm: str  # Fingerprinter.normalize's output: what verification and the text keys read
+    margins: npt.NDArray[np.int64]  # the 64 vote margins (vote_with_margins)
+    probes: Probes | None  # margin-ranked probe values, when a budget was given
 
 
 class Fingerprinter:
@@ -235,10 +245,21 @@ class Fingerprinter:
     def fingerprint_probes(self, text: str, t: int) -> tuple[int, Probes]:
         """The fingerprint of ``text`` and its margin-ranked probe values, ``t`` per block.
 
-        :func:`simhash_pg.probes.block_probes` with squared margins, from one
+        :func:`simhash_pg.text.probes.block_probes` with squared margins, from one
         vote. Raises as :meth:`fingerprint`.
         """
         return self._probes(self.feature_text(text), t)
+
+    def analyse(self, text: str, t: int | None = None) -> TextPrint:
+        """``text``'s fingerprint, normalised text, margins and (with a budget ``t``
+        per block) probe values, from one normalisation and one vote.
+
+        What a store derives everything else from (the verification text and
+        its keys come from ``norm``). Raises as :meth:`fingerprint`.
+        """
+        norm = self.normalize(text)
+        fp, margins = self._vote_margins(self.feature_text(text, norm))
+        return TextPrint(fp, norm, margins, None if t is None else block_probes(fp, margins, t))
 
     # The three below take feature_text's output.
     def _vote(self, feats: str) -> int:
@@ -251,18 +272,17 @@ class Fingerprinter:
         return vote_with_margins(hashes, weights)
 
     def _probes(self, feats: str, t: int) -> tuple[int, Probes]:
-        from simhash_pg.probes import block_probes  # probes imports this module
-
         fp, margins = self._vote_margins(feats)
         return fp, block_probes(fp, margins, t)
 
-    def _try(self, text: object) -> int | None:
+    def fingerprint_or_none(self, text: object) -> int | None:
+        """:meth:`fingerprint`, or None for a non-str or a featureless text."""
         try:
             return self.fingerprint(text)  # type: ignore[arg-type]
         except (TypeError, NoFeaturesError):
             return None
 
-    def _try_also(
+    def fingerprint_also(
         self, text: object, also: Callable[[str], Any], t: int | None = None
     ) -> tuple[int | None, Any, Probes | None]:
         """(fingerprint or None, also(normalised text), probe values or None): one vote.
@@ -271,15 +291,11 @@ class Fingerprinter:
         """
         if not isinstance(text, str):
             return None, None, None
-        norm = self.normalize(text)
-        feats = self.feature_text(text, norm)
         try:
-            if t is None:
-                return self._vote(feats), also(norm), None
-            fp, probes = self._probes(feats, t)
+            p = self.analyse(text, t)
         except NoFeaturesError:
             return None, None, None
-        return fp, also(norm), probes
+        return p.fingerprint, also(p.norm), p.probes
 
     def fingerprint_many_also(
         self, texts: Iterable[Any], also: Callable[[str], T], workers: int | None = None
@@ -314,7 +330,7 @@ class Fingerprinter:
         items = list(texts)
         n = pool_size(workers, items)
         if n == 1:
-            return [self._try_also(x, also, t) for x in items]
+            return [self.fingerprint_also(x, also, t) for x in items]
         return parallel(self, items, n, "none", also, t)
 
     @overload
@@ -364,7 +380,7 @@ class Fingerprinter:
         if n == 1:
             if on_error == "raise":
                 return [self.fingerprint(t) for t in items]
-            return [self._try(t) for t in items]
+            return [self.fingerprint_or_none(t) for t in items]
         return parallel(self, items, n, on_error)
 
 _default: dict[Scheme, Fingerprinter] = {}

@@ -44,7 +44,9 @@ import html
 import re
 from html.entities import html5
 
-__all__ = ["HTML_ELEMENTS", "normalize_visible", "strip_markup", "strip_markup_deep"]
+from simhash_pg.text.strs import ensure_str
+
+__all__ = ["HTML_ELEMENTS", "strip_markup", "strip_markup_deep"]
 
 # The element names of the HTML Living Standard, with the obsolete ones still
 # found in scraped pages (font, center, big ...). A name outside this set is
@@ -94,8 +96,6 @@ def _entity(m: re.Match[str]) -> str:
 def strip_markup(text: str) -> str:
     """``text`` with well-formed tags replaced by a space and entities decoded."""
     if not isinstance(text, str):
-        from simhash_pg.text.normalize import ensure_str
-
         ensure_str(text)  # raises the helpful TypeError
     if "<" in text:
         text = _TAG.sub(_tag, text)
@@ -128,10 +128,3 @@ def strip_markup_deep(text: str) -> str:
             break
         out = again
     return out
-
-
-def normalize_visible(text: str, *, t2s: bool = True, ignorables: bool = True) -> str:
-    """:func:`simhash_pg.text.normalize.normalize` of the visible text (:func:`strip_markup`)."""
-    from simhash_pg.text.normalize import normalize
-
-    return normalize(text, visible=True, t2s=t2s, ignorables=ignorables)

@@ -15,15 +15,30 @@ import signal
 import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from simhash_pg.text.features import warm_up, warm_up_zh_words
 from simhash_pg.text.schemes import Scheme
 
-if TYPE_CHECKING:
-    from simhash_pg.text.simhash import Fingerprinter
+__all__ = ["FingerprintWorker", "auto_workers", "cpu_count", "parallel", "pool_size"]
 
-__all__ = ["auto_workers", "cpu_count", "parallel", "pool_size"]
+
+class FingerprintWorker(Protocol):
+    """What a worker calls on the fingerprinter (:class:`simhash_pg.text.simhash.Fingerprinter`).
+
+    A Protocol, so that this module, which the fingerprinter calls, does not
+    import it back.
+    """
+
+    @property
+    def scheme(self) -> Scheme: ...
+
+    def fingerprint(self, text: str) -> int: ...
+
+    def fingerprint_or_none(self, text: object) -> int | None: ...
+
+    def fingerprint_also(self, text: object, also: Callable[[str], Any],
+                         t: int | None = None) -> tuple[int | None, Any, Any]: ...
 
 # A batch below this many characters is not worth starting processes for.
 _PARALLEL_MIN_CHARS = 1 << 20
@@ -55,17 +70,19 @@ def pool_size(workers: int | None, items: list[Any]) -> int:
 
 # Set in the parent just before forking; forked workers read them from the
 # memory they inherit, so the texts are never pickled to them.
-_worker_fp: Fingerprinter | None = None
+_worker_fp: FingerprintWorker | None = None
 _worker_items: list[Any] | None = None
 
-# (scheme, texts or a slice of the inherited batch, on_error, also, probe budget)
+# (the fingerprinter's class, for a spawned worker to build one; scheme; texts or
+# a slice of the inherited batch; on_error; also; probe budget)
 _Chunk = tuple[
-    Scheme, "list[Any] | tuple[int, int]", str, "Callable[[str], Any] | None", "int | None"
+    "Callable[[Scheme], FingerprintWorker]", Scheme, "list[Any] | tuple[int, int]", str,
+    "Callable[[str], Any] | None", "int | None",
 ]
 
 
 def _work(args: _Chunk) -> list[Any]:
-    scheme, chunk, on_error, also, t = args
+    make, scheme, chunk, on_error, also, t = args
     if isinstance(chunk, tuple):  # forked: a slice of the inherited batch
         assert _worker_items is not None
         texts: list[Any] = _worker_items[chunk[0] : chunk[1]]
@@ -73,14 +90,12 @@ def _work(args: _Chunk) -> list[Any]:
         texts = chunk
     fp = _worker_fp if _worker_fp is not None and _worker_fp.scheme == scheme else None
     if fp is None:  # spawned worker (no fork on this platform)
-        from simhash_pg.text.simhash import Fingerprinter
-
-        fp = Fingerprinter(scheme)
+        fp = make(scheme)
     if also is not None:
-        return [fp._try_also(x, also, t) for x in texts]
+        return [fp.fingerprint_also(x, also, t) for x in texts]
     if on_error == "raise":
         return [fp.fingerprint(t) for t in texts]
-    return [fp._try(t) for t in texts]
+    return [fp.fingerprint_or_none(t) for t in texts]
 
 
 _STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
@@ -104,10 +119,14 @@ def _worker_signals() -> None:
 
 
 def parallel(
-    fp: Fingerprinter, items: list[Any], n: int, on_error: str,
+    fp: FingerprintWorker, items: list[Any], n: int, on_error: str,
     also: Callable[[str], Any] | None = None, t: int | None = None,
 ) -> list[Any]:
-    """``fp``'s results for ``items`` from ``n`` processes, in order."""
+    """``fp``'s results for ``items`` from ``n`` processes, in order.
+
+    A spawned worker builds its own with ``type(fp)(scheme)`` (the class
+    pickles by name), so ``fp``'s class must take the scheme alone.
+    """
     global _worker_fp, _worker_items
     # Load jieba, OpenCC and the regexes once, here, so forked workers inherit them
     # (jieba's tokenizer also when only the title keys of Chinese texts need it).
@@ -120,7 +139,8 @@ def parallel(
     size = max(1, min(512, len(items) // (n * 4) or 1))
     bounds = [(i, min(i + size, len(items))) for i in range(0, len(items), size)]
     chunks: list[_Chunk] = [
-        (fp.scheme, b if fork else items[b[0] : b[1]], on_error, also, t) for b in bounds
+        (type(fp), fp.scheme, b if fork else items[b[0] : b[1]], on_error, also, t)
+        for b in bounds
     ]
     _worker_fp, _worker_items = fp, items
     # Frozen objects are skipped by the children's garbage collector, which

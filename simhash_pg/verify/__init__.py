@@ -5,8 +5,9 @@
   use the sentence signature?);
 - :mod:`~simhash_pg.verify.jaccard`: verification texts and their n-gram
   Jaccard;
-- :mod:`~simhash_pg.verify.candidates`: the look-up of stored candidates and
-  their filtering by the rule, for single and batch paths alike;
+- :mod:`~simhash_pg.verify.candidates`: the filtering of looked-up candidates
+  by the rule, for single and batch paths alike (the look-up itself is
+  :mod:`simhash_pg.store.lookup`: nothing here reads the database);
 - :mod:`~simhash_pg.verify.overlap`: the labelling rule's overlap measure,
   the similarity of rule version 2 (new stores).
 """

@@ -1,12 +1,12 @@
 """Why a stored document is, or is not, a near-duplicate of a query: the evidence of a pair.
 
 :func:`explain_pair` answers for one (query, stored row) pair what a look-up
-(:func:`simhash_pg.verify.candidates.lookup`) and the rule
+(:func:`simhash_pg.store.lookup.lookup`) and the rule
 (:meth:`VerifyPolicy.accept <simhash_pg.verify.rule.VerifyPolicy.accept>`)
 decide, and why:
 
 - what *found* the row: the fingerprint within the look-up's radius, or a
-  probe (:func:`simhash_pg.probes.probes_meet`) within the probes' cap, or a
+  probe (:func:`simhash_pg.text.probes.probes_meet`) within the probes' cap, or a
   key both texts hold (the sentence signature, a sentence hash, a title key,
   a min-hash key within :data:`~simhash_pg.text.signatures.MINHASH_CAP`
   bits), each key subject to the holder cap
@@ -25,19 +25,20 @@ document can be the query too (the web page's compare of two stored
 documents): its keys are those it stores, and its probe values, which only
 its text as written gives, are known only at its own block values.
 
-:func:`explain` reads the rows and the keys' holders from a store and
-explains each; ``simhash-pg near --explain``, ``/v1/near`` with ``explain``
-and the web page's compare all show what it returns.
+:func:`simhash_pg.store.evidence.explain` reads the rows and the keys'
+holders from a store and explains each (nothing here reads the database);
+``simhash-pg near --explain``, ``/v1/near`` with ``explain`` and the web
+page's compare all show what it returns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from simhash_pg.bits import blocks, hamming, to_signed, to_unsigned
-from simhash_pg.probes import probes_meet
+from simhash_pg.bits import blocks, hamming, to_signed
+from simhash_pg.text.probes import probes_meet
 from simhash_pg.text.signatures import (
     MINHASH_CAP,
     key_holders_found,
@@ -47,23 +48,16 @@ from simhash_pg.text.signatures import (
     title_keys,
 )
 from simhash_pg.verify import jaccard, overlap
-from simhash_pg.verify.candidates import text_and_vtext
-from simhash_pg.verify.jaccard import TITLE_KEY_TEXT_CHARS, VText, from_norm
-from simhash_pg.verify.rule import TEXT_LOST, StoredText, VerifyPolicy
-
-if TYPE_CHECKING:
-    from simhash_pg.store import SimhashStore
+from simhash_pg.verify.candidates import TextAnalyser, text_and_vtext
+from simhash_pg.verify.jaccard import TITLE_KEY_TEXT_CHARS, VText
+from simhash_pg.verify.rule import StoredText, VerifyPolicy
 
 __all__ = [
     "Evidence",
     "KeyMeet",
     "PairQuery",
     "StoredRow",
-    "explain",
     "explain_pair",
-    "explain_stored",
-    "read_rows",
-    "shares",
 ]
 
 KeyKind = Literal["sentence", "title", "min-hash", "sentence or title"]
@@ -130,14 +124,8 @@ class PairQuery:
     text_kept: bool = True  # False: a stored document whose text the store does not keep
 
     @classmethod
-    def of(cls, store: SimhashStore, query: str | int) -> PairQuery:
-        """A query as ``store.near`` looks it up: a verified text with its keys and probes."""
-        if isinstance(query, str) and store.policy.verifies:
-            return cls.of_text(store.fingerprinter, query, store.policy)
-        return cls(store.fingerprint(query))
-
-    @classmethod
-    def of_text(cls, fingerprinter: Any, text: str, policy: VerifyPolicy) -> PairQuery:
+    def of_text(cls, fingerprinter: TextAnalyser, text: str, policy: VerifyPolicy
+                ) -> PairQuery:
         fp, vt = text_and_vtext(fingerprinter, text, policy)
         if not vt.hashes:
             return cls(fp, vt, frozenset(), frozenset())
@@ -188,8 +176,8 @@ def explain_pair(
     """The evidence of one pair: what finds ``row`` for ``query`` at ``k``, and what decides.
 
     ``holders``: per shared key, the rows that hold it as ``(id, fingerprint)``
-    (at most 257 of them; :func:`read_holders`); without it a key is assumed
-    to find the row (``KeyMeet.finds`` None).
+    (at most 257 of them; :func:`simhash_pg.store.evidence.read_holders`);
+    without it a key is assumed to find the row (``KeyMeet.finds`` None).
     """
     distance = hamming(query.fingerprint, row.fingerprint)
     own, theirs = blocks(query.fingerprint), blocks(row.fingerprint)
@@ -255,103 +243,3 @@ def explain_pair(
                     signature=signature, keys=keys,
                     found_by=found_by, similarity=similarity, threshold=test.threshold,
                     ngram=ngram, verdict=verdict)
-
-
-# -- from a store ---------------------------------------------------------------------
-
-# The rows, with what the look-up reads of them (as verify/candidates.py's
-# _NEAR reads it: a row stored before revision 0003 added the columns, as
-# simhash_meta's 'unverified_rows' records, lost its text).
-_ROWS = (
-    "SELECT d.id, d.key, d.fingerprint, d.verify_text, d.sentence_sig, d.sentence_hashes,"
-    " d.duplicate_of, coalesce(d.verify_text IS NULL AND d.id <= (u.value->>'max_id')::bigint"
-    " AND d.created_at <= (u.value->>'stored_until')::timestamptz, false)"
-    " FROM simhash_documents d LEFT JOIN simhash_meta u ON u.name = 'unverified_rows'"
-    " WHERE d.id = ANY(%s)"
-)
-# Each key's holders, (id, fingerprint), at most 257 (enough to tell a key over
-# the boilerplate cap): what key_holders_found ranks, as simhash_sentence_matches
-# does (a key row stored before revision 0018 has its document's fingerprint).
-_HOLDERS = (
-    "SELECT h.hash, k.id, coalesce(k.fingerprint, (SELECT x.fingerprint FROM simhash_documents x"
-    " WHERE x.id = k.id AND x.created_at = k.created_at LIMIT 1))"
-    " FROM unnest(%s::bigint[]) AS h (hash)"
-    " CROSS JOIN LATERAL (SELECT * FROM simhash_text_keys k WHERE k.hash = h.hash LIMIT 257) k"
-)
-
-
-def read_rows(conn: Any, ids: Sequence[int]) -> dict[int, StoredRow]:
-    """The stored rows of ``ids`` (those that exist), by id."""
-    out: dict[int, StoredRow] = {}
-    for id_, key, fp, text, sig, hashes, dup, lost in conn.execute(
-            _ROWS, [list(ids)]).fetchall():
-        out[id_] = StoredRow(id_, key, to_unsigned(fp), TEXT_LOST if lost else text, sig,
-                             tuple(hashes or ()), dup)
-    return out
-
-
-def read_holders(conn: Any, keys: Sequence[int]) -> dict[int, list[tuple[int, int]]]:
-    """Per key, the rows that hold it as ``(id, signed fingerprint)``, at most 257."""
-    out: dict[int, list[tuple[int, int]]] = {h: [] for h in keys}
-    if keys:
-        for h, id_, fp in conn.execute(_HOLDERS, [list(keys)]).fetchall():
-            out[h].append((id_, fp))
-    return out
-
-
-def _holders(store: SimhashStore, query: PairQuery, rows: Sequence[StoredRow]
-             ) -> dict[int, list[tuple[int, int]]] | None:
-    if query.vtext is None or not store.policy.signature:
-        return None
-    held: set[int] = set()
-    for r in rows:
-        held.update(r.hashes)
-    return read_holders(store.connection, sorted(held.intersection(query.vtext.hashes)))
-
-
-def explain(store: SimhashStore, query: str | int | PairQuery, ids: Sequence[int],
-            k: int | None = None) -> list[Evidence]:
-    """The evidence of each stored row of ``ids`` (in that order; a missing id is left out)
-    for ``query`` at ``k`` (default: the store's), as ``store.near`` would look it up."""
-    q = query if isinstance(query, PairQuery) else PairQuery.of(store, query)
-    found = read_rows(store.connection, ids)
-    rows = [found[i] for i in ids if i in found]
-    holders = _holders(store, q, rows)
-    kk = store.k if k is None else k
-    return [explain_pair(q, r, kk, store.policy, holders) for r in rows]
-
-
-def explain_stored(store: SimhashStore, query_id: int, row_id: int,
-                   k: int | None = None) -> Evidence | None:
-    """The evidence of two stored documents: ``query_id`` looking up ``row_id``
-    (a later document looks up the one it duplicates). None if either is missing."""
-    found = read_rows(store.connection, [query_id, row_id])
-    if query_id not in found or row_id not in found:
-        return None
-    q = PairQuery.of_row(found[query_id])
-    kk = store.k if k is None else k
-    return explain_pair(q, found[row_id], kk, store.policy,
-                        _holders(store, q, [found[row_id]]))
-
-
-def shares(store: SimhashStore, pairs: Sequence[tuple[int | str, int]]) -> list[float | None]:
-    """The rule's similarity of each ``(query, stored id)`` pair: its evidence's
-    :attr:`Evidence.similarity`, for many pairs at once (dedup's report, the demo).
-
-    A query is a stored id (its kept text is read) or a text (normalised as
-    the store normalises). None where a side's text is not kept, or where the
-    store does not verify texts (the rule then measures none).
-    """
-    if not store.policy.verifies:
-        return [None] * len(pairs)
-    ids = {i for q, i in pairs} | {q for q, _ in pairs if isinstance(q, int)}
-    texts: dict[int, str | None] = dict(store.connection.execute(
-        "SELECT id, verify_text FROM simhash_documents WHERE id = ANY(%s)",
-        [sorted(ids)]).fetchall()) if ids else {}
-    out: list[float | None] = []
-    for q, i in pairs:
-        a = (texts.get(q) if isinstance(q, int)
-             else from_norm(store.fingerprinter.normalize(q)).text)
-        b = texts.get(i)
-        out.append(store.policy.similarity(a, b) if a is not None and b is not None else None)
-    return out

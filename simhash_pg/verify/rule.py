@@ -101,7 +101,7 @@ SHORT_THRESHOLD = 0.72
 # of the eval set (docs/quality.md); without it R is 0.949-0.950.
 LONG_K = 11
 LONG_THRESHOLD = 0.78
-# Margin-ranked probes (simhash_pg/probes.py, lab/experiments/margin_probes.md):
+# Margin-ranked probes (simhash_pg/text/probes.py, lab/experiments/margin_probes.md):
 # under "all", a long text query probes, per 16-bit block, its PROBE_T
 # cheapest values by squared vote margins (its own value first) with a Hamming
 # cap of PROBE_CAP, plus the sentence signature and each of its three longest
@@ -113,7 +113,7 @@ LONG_THRESHOLD = 0.78
 PROBE_T = 8
 PROBE_CAP = 13
 # Since revision 0019 a long text (no title keys) probes pairs of blocks, this
-# many values per block (simhash_pg.probes.probe_meets; why 32, and what 16
+# many values per block (simhash_pg.text.probes.probe_meets; why 32, and what 16
 # loses: docs/design.md, "Probe forms").
 PROBE_PAIRS = 32
 # What one probed text query may look up: its key look-ups first (signature,

@@ -4,7 +4,7 @@
 -- sql/current/hamming.sql; tests/test_sql_current.py keeps them equal).
 --
 -- The caller chooses, per block, the values to probe (margin-ranked probes:
--- simhash_pg/probes.py; docs/design.md, "Probe forms") and a Hamming cap;
+-- simhash_pg/text/probes.py; docs/design.md, "Probe forms") and a Hamming cap;
 -- these return every stored row with
 --
 --     b_i = ANY (p_i) for some block i   AND   hamming(fingerprint, fp) <= cap

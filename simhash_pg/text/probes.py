@@ -28,7 +28,9 @@ parent's): ``O(t log t)`` per block instead of all 65,536 subsets.
 Blocks follow :mod:`simhash_pg.bits`: ``b0`` holds bits 48-63 of the unsigned
 fingerprint, ``b3`` bits 0-15, and probe values are returned as the
 ``smallint`` column values (``block - 32768``). ``margins[j]`` belongs to bit
-``j`` (bit 0 the least significant), as :func:`vote_with_margins` returns them.
+``j`` (bit 0 the least significant), as
+:func:`simhash_pg.text.simhash.vote_with_margins` returns them. This module
+sits below :mod:`simhash_pg.text.simhash`, which calls it: it imports no fingerprinting.
 """
 
 from __future__ import annotations
@@ -50,11 +52,11 @@ from simhash_pg.bits import (
     check_fingerprint,
     raw_blocks,
 )
-from simhash_pg.text.simhash import vote_with_margins  # re-exported: probes start from margins
 
 __all__ = [
     "COSTS",
     "BitCost",
+    "Probes",
     "bit_costs",
     "block_bits",
     "block_probes",
@@ -63,9 +65,10 @@ __all__ = [
     "probe_hits",
     "probe_meets",
     "probes_meet",
-    "vote_with_margins",
 ]
 
+# Probe values of b0..b3 (smallint column values), as block_probes gives them.
+Probes = tuple[list[int], list[int], list[int], list[int]]
 BitCost = Literal["squared", "absolute"]
 COSTS: tuple[BitCost, ...] = ("squared", "absolute")
 
@@ -140,7 +143,7 @@ def block_probes(
     margins: Margins,
     t: int | Sequence[int],
     cost: BitCost = "squared",
-) -> tuple[list[int], list[int], list[int], list[int]]:
+) -> Probes:
     """The probe values of ``b0..b3`` (smallint column values), cheapest first.
 
     ``t`` is the budget per block, or four budgets (one per block). The first

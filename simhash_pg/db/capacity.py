@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+
 __all__ = ["Room", "check_room", "room"]
 
 # each worker's handshake connection at start (closed before its pool opens;
@@ -61,10 +63,12 @@ class Room:
         return free
 
 
-def room(conn: Any, role: str | None = None) -> Room:
+def room(conn: psycopg.Connection[Any], role: str | None = None) -> Room:
     """The server's connection limits and the connections in use, over ``conn``, for
     ``serve`` logging in as ``role`` (None: the connection's own)."""
-    return Room(*conn.execute(_ROOM, [role]).fetchone())
+    row = conn.execute(_ROOM, [role]).fetchone()
+    assert row is not None  # current_user's row, or the role serve checked exists
+    return Room(*row)
 
 
 def check_room(r: Room, workers: int, pool_size: int) -> None:

@@ -1,0 +1,110 @@
+"""Database chores the CLI and ``serve`` ask for, each over a connection of its own.
+
+- :func:`is_empty_database`: nobody has made a store in it yet;
+- :func:`drop_database` and :func:`replace_database`: a fresh database for
+  a command that owns one (``demo``, ``eval``), never a user's store;
+- :func:`alter_system`: settings written to the server's postgresql.auto.conf;
+- :func:`memory_status_at`: :func:`~simhash_pg.db.server_settings.memory_status`
+  of a server by its DSN;
+- :func:`logged_in_as`: the role a DSN logs in as, tried again a while.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from simhash_pg.db.migrate import libpq_dsn
+from simhash_pg.db.server_settings import memory_status
+
+__all__ = [
+    "ForeignDataError",
+    "alter_system",
+    "drop_database",
+    "is_empty_database",
+    "logged_in_as",
+    "memory_status_at",
+    "replace_database",
+]
+
+
+class ForeignDataError(RuntimeError):
+    """A database to replace holds documents that are not the replacing command's."""
+
+
+def is_empty_database(dsn: str) -> bool:
+    """No schema revision and no simhash table: a database nobody has used for a store."""
+    with psycopg.connect(libpq_dsn(dsn), autocommit=True, connect_timeout=10) as conn:
+        row = conn.execute(
+            "SELECT to_regclass('alembic_version') IS NULL "
+            "AND to_regclass('simhash_documents') IS NULL").fetchone()
+    return bool(row and row[0])
+
+
+def drop_database(admin_dsn: str, dbname: str) -> None:
+    """Drop ``dbname`` if it exists, its sessions ended (FORCE), over ``admin_dsn``."""
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+                     .format(sql.Identifier(dbname)))
+
+
+def replace_database(dsn: str, dbname: str, *, own_keys: str) -> str:
+    """The DSN of a new, empty ``dbname`` on the server ``dsn`` names (never ``dsn`` itself).
+
+    An existing ``dbname`` is dropped first only if its documents' keys all
+    start with ``own_keys``; else :class:`ForeignDataError`. psycopg.Error:
+    the server refused.
+    """
+    target = make_conninfo(libpq_dsn(dsn), dbname=dbname)
+    with psycopg.connect(libpq_dsn(dsn), autocommit=True, connect_timeout=10) as admin:
+        if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                         [dbname]).fetchone():
+            with psycopg.connect(target, autocommit=True) as conn:
+                foreign = conn.execute(
+                    "SELECT to_regclass('simhash_documents') IS NOT NULL AND EXISTS "
+                    "(SELECT 1 FROM simhash_documents WHERE key NOT LIKE %s)",
+                    [own_keys.replace("%", r"\%").replace("_", r"\_") + "%"]).fetchone()
+            if foreign and foreign[0]:
+                raise ForeignDataError(dbname)
+            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(dbname)))
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+    return target
+
+
+def alter_system(admin_dsn: str, settings: Mapping[str, str]) -> None:
+    """``ALTER SYSTEM SET`` each of ``settings`` (applied when the server reloads or restarts)."""
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        for name, value in settings.items():
+            conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(
+                sql.Identifier(name), sql.Literal(value)))
+
+
+def memory_status_at(admin_dsn: str) -> str:
+    """:func:`~simhash_pg.db.server_settings.memory_status` of the server ``admin_dsn`` names."""
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        return memory_status(conn)
+
+
+def logged_in_as(dsn: str, wait: float = 5.0) -> str | None:
+    """The role a login with ``dsn`` gets (``current_user``).
+
+    Tried again for up to ``wait`` seconds while the server refuses it (a
+    server whose pg_hba.conf was just rewritten reloads it a moment after
+    being told to); then its psycopg.OperationalError.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+            break
+        except psycopg.OperationalError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
+    with conn:
+        row = conn.execute("SELECT current_user::text").fetchone()
+    return row[0] if row is not None else None
