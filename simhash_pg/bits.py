@@ -126,7 +126,8 @@ def to_signed_array(fps: npt.ArrayLike) -> npt.NDArray[np.int64]:
 
 def to_signed_list(fps: Iterable[int]) -> list[int]:
     """:func:`to_signed` for many fingerprints at once (NumPy enforces the range)."""
-    return np.fromiter(fps, dtype=np.uint64).view(np.int64).tolist()
+    out: list[int] = np.fromiter(fps, dtype=np.uint64).view(np.int64).tolist()
+    return out
 
 
 def blocks_array(fps: npt.ArrayLike) -> npt.NDArray[np.int64]:
@@ -134,7 +135,8 @@ def blocks_array(fps: npt.ArrayLike) -> npt.NDArray[np.int64]:
     arr = np.asarray(fps, dtype=np.uint64)
     shifts = np.array(BLOCK_SHIFTS, dtype=np.uint64)
     raw = (arr[:, None] >> shifts) & np.uint64(0xFFFF)
-    return raw.astype(np.int64) - BLOCK_OFFSET
+    out: npt.NDArray[np.int64] = raw.astype(np.int64) - BLOCK_OFFSET
+    return out
 
 
 def to_unsigned_array(values: npt.ArrayLike) -> npt.NDArray[np.uint64]:
@@ -148,4 +150,5 @@ def hamming_array(a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.int64]:
     x = np.bitwise_xor(np.asarray(a, dtype=np.uint64), np.asarray(b, dtype=np.uint64))
     flat = np.ascontiguousarray(x.ravel(), dtype="<u8")
     counts = np.unpackbits(flat.view(np.uint8)).reshape(-1, 64).sum(axis=1, dtype=np.int64)
-    return counts.reshape(x.shape)
+    out: npt.NDArray[np.int64] = counts.reshape(x.shape)
+    return out

@@ -13,6 +13,7 @@ import contextlib
 import os
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ def _ensure_system_user() -> tuple[int, int]:
 
     nologin = next((s for s in ("/usr/sbin/nologin", "/sbin/nologin") if Path(s).exists()),
                    "/bin/false")
-    steps = (
+    steps: tuple[tuple[str, Callable[[], int], list[str]], ...] = (
         ("group", lambda: grp.getgrnam(SYSTEM_USER).gr_gid,
          ["groupadd", "--system", SYSTEM_USER]),
         ("user", lambda: pwd.getpwnam(SYSTEM_USER).pw_uid,

@@ -8,7 +8,7 @@ with the CLI, and are re-exported here.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any
 
 from simhash_pg.bits import MAX_FINGERPRINT, check_fingerprint
 from simhash_pg.store.results import Doc, OnDuplicate
@@ -51,7 +51,7 @@ def check_k(k: object) -> int:
 def check_on_duplicate(on_duplicate: object) -> OnDuplicate:
     if on_duplicate not in ("skip", "link"):
         raise ValueError(f"on_duplicate must be 'skip' or 'link', got {on_duplicate!r}")
-    return cast(OnDuplicate, on_duplicate)
+    return on_duplicate
 
 
 def check_lock_timeout(lock_timeout: object) -> float | None:
@@ -70,7 +70,7 @@ def check_verify(verify: object) -> VerifyMode | None:
         raise ValueError(
             f"verify must be one of {', '.join(VERIFY_MODES)} or None, got {verify!r}"
         )
-    return cast("VerifyMode | None", verify)
+    return verify
 
 
 def check_retention(retention: object) -> timedelta | None:
@@ -84,7 +84,7 @@ def check_partition_interval(interval: object) -> PartitionInterval | None:
     if interval is not None and interval not in PARTITION_INTERVALS:
         raise ValueError(f"partition_interval must be one of {', '.join(PARTITION_INTERVALS)}"
                          f" or None, got {interval!r}")
-    return cast("PartitionInterval | None", interval)
+    return interval
 
 
 def check_batch_size(batch_size: object) -> int:

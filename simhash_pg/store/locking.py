@@ -298,7 +298,7 @@ def lock_timeout_error(conn: Any, waits: int, lock_timeout: float | None) -> Loc
 
 def backoff(attempt: int) -> float:
     """Seconds to sleep before retry ``attempt`` (1, 2, ...): doubling, jittered, capped."""
-    return min(2.0, 0.05 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
+    return min(2.0, 0.05 * 2.0 ** (attempt - 1)) * random.uniform(0.5, 1.5)
 
 
 def holders(conn: Any) -> str:

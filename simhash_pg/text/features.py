@@ -301,7 +301,8 @@ def _rotl(x: npt.NDArray[np.uint64], r: int) -> npt.NDArray[np.uint64]:
     r %= 64
     if r == 0:
         return x
-    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+    out: npt.NDArray[np.uint64] = (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+    return out
 
 
 def _unique(

@@ -208,7 +208,8 @@ def probe_meets(
     second = single | np.stack(
         [np.isin(blocks[:, i], np.asarray([(own[i] ^ m) - BLOCK_OFFSET for m in flips],
                                           dtype=np.int64)) for i in range(BLOCKS)], axis=1)
-    return lead & np.roll(second, -1, axis=1)
+    met: npt.NDArray[np.bool_] = lead & np.roll(second, -1, axis=1)
+    return met
 
 
 def probe_hits(

@@ -167,7 +167,8 @@ _BIN_STARTS = np.arange(4, dtype=np.uint64) << np.uint64(62)
 def _mix(z: np.ndarray) -> np.ndarray:
     z = (z ^ (z >> np.uint64(30))) * _MIX1
     z = (z ^ (z >> np.uint64(27))) * _MIX2
-    return z ^ (z >> np.uint64(31))
+    out: np.ndarray = z ^ (z >> np.uint64(31))
+    return out
 
 
 def minhash_keys(vtext: str) -> tuple[int, ...]:

@@ -150,7 +150,8 @@ def _joint_overlaps(q: str, cands: list[str], n: int) -> list[float] | None:
     head = np.maximum.accumulate(np.where(starts, np.arange(len(keys)), 0))
     sizes = np.bincount(key_seg, minlength=len(texts))
     shared = np.bincount(key_seg[key_seg[head] == 0], minlength=len(texts))
-    return (shared[1:] / np.maximum(sizes[1:], sizes[0])).tolist()
+    out: list[float] = (shared[1:] / np.maximum(sizes[1:], sizes[0])).tolist()
+    return out
 
 
 def is_duplicate(a_norm: str, b_norm: str) -> bool:
