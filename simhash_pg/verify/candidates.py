@@ -122,7 +122,7 @@ def filter_candidates(
     query_norm: str,
     candidates: Iterable[Candidate],
     k: int,
-    policy: VerifyPolicy | VerifyMode = "short",
+    policy: VerifyPolicy | VerifyMode,
     *,
     probed: bool = False,
 ) -> list[Candidate]:
@@ -132,7 +132,7 @@ def filter_candidates(
     For ``add(dedup=True)``: the first one, if any, is the document it duplicates.
     """
     cands = list(candidates)
-    verdicts = policy_for(policy).accept_many(
+    verdicts = policy_for(policy).accept(
         query_norm, [(c.text, c.distance, c.signature_match) for c in cands], k, probed=probed)
     kept = [c for c, ok in zip(cands, verdicts, strict=True) if ok]
     kept.sort(key=lambda c: (c.distance, c.id))

@@ -46,7 +46,6 @@ from simhash_pg.text.signatures import (
     sentences_meet,
     title_keys,
 )
-from simhash_pg.verify import jaccard, overlap
 from simhash_pg.verify.candidates import text_and_vtext
 from simhash_pg.verify.jaccard import TITLE_KEY_TEXT_CHARS, VText, from_norm
 from simhash_pg.verify.rule import TEXT_LOST, StoredText, VerifyPolicy
@@ -243,10 +242,10 @@ def explain_pair(
     test = policy.pair_test(vt.text, row.text, k, probed)
     similarity = ngram = None
     if isinstance(row.text, str):
-        similarity = policy.similarity(vt.text, row.text)
-        ngram = (jaccard.ngram_for if policy.rule == 1 else overlap.ngram_for)(vt.text, row.text)
-    accepted = policy.accept(vt.text, row.text, distance, k, signature_match=signature_match,
-                             probed=probed)
+        similarity = policy.text_rule.similarity(vt.text, row.text)
+        ngram = policy.text_rule.ngram(vt.text, row.text)
+    (accepted,) = policy.accept(vt.text, [(row.text, distance, signature_match)], k,
+                                probed=probed)
     verdict: Verdict = ("not found" if not found_by
                         else "duplicate" if accepted else "not a duplicate")
     return Evidence(**base, text_query=True, lookup="probes" if probed else "radius",
@@ -353,5 +352,5 @@ def shares(store: SimhashStore, pairs: Sequence[tuple[int | str, int]]) -> list[
         a = (texts.get(q) if isinstance(q, int)
              else from_norm(store.fingerprinter.normalize(q)).text)
         b = texts.get(i)
-        out.append(store.policy.similarity(a, b) if a is not None and b is not None else None)
+        out.append(None if a is None or b is None else store.policy.text_rule.similarity(a, b))
     return out
