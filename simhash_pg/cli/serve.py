@@ -27,7 +27,7 @@ from simhash_pg.labels import K_HELP
 from simhash_pg.serve.settings import LOOPBACK_HOSTS, TOKEN_ENV
 
 # One worker process per core: fingerprinting is CPU-bound under the GIL,
-# and the rest of a request waits on PostgreSQL (docs/cli.md).
+# and the rest of a request waits on PostgreSQL (docs/cli-guide.md).
 DEFAULT_WORKERS = 1
 
 
