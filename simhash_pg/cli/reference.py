@@ -32,6 +32,13 @@ checkout of the repository (their code is in `lab/`, outside the wheel).
 """
 
 
+def _context(cmd: click.Command, name: str, parent: click.Context | None) -> click.Context:
+    """The context ``--help`` would run in: the command's own settings (``-h``), no
+    arguments parsed; a child inherits the fixed width from its parent."""
+    width = {} if parent is not None else {"terminal_width": WIDTH, "max_content_width": WIDTH}
+    return cmd.make_context(name, [], parent=parent, resilient_parsing=True, **width)
+
+
 def _helps(cmd: click.Command, ctx: click.Context) -> Iterator[tuple[str, str]]:
     """(command path, help text) of ``cmd`` and, for a group, of each subcommand."""
     yield ctx.command_path, cmd.get_help(ctx)
@@ -39,16 +46,14 @@ def _helps(cmd: click.Command, ctx: click.Context) -> Iterator[tuple[str, str]]:
         for name in cmd.list_commands(ctx):
             sub = cmd.get_command(ctx, name)
             if sub is not None and not sub.hidden:
-                # a child context inherits the parent's width and help option names
-                yield from _helps(sub, click.Context(sub, info_name=name, parent=ctx))
+                yield from _helps(sub, _context(sub, name, ctx))
 
 
 def reference() -> str:
     """The text of docs/cli.md."""
     from simhash_pg.cli.main import cli
 
-    ctx = click.Context(cli, info_name="simhash-pg", terminal_width=WIDTH,
-                        max_content_width=WIDTH)
+    ctx = _context(cli, "simhash-pg", None)
     sections = [f"## `{path}`\n\n```text\n{text}\n```\n" for path, text in _helps(cli, ctx)]
     return "\n".join([HEADER, *sections])
 
