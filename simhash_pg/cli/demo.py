@@ -278,7 +278,7 @@ def command(dsn: str | None, k: int, scheme: SchemeSpec, groups: int) -> None:
     click.echo(f"  {summary.line()}")
     click.echo(f"  k = {k}, the radius of a fingerprint query; verify = {policy.mode}, rule "
                f"{policy.rule}: a text looks up fingerprints within radius {test.radius}"
-               + (f" and is a near-duplicate at >= {labels.percent(test.threshold)} shared"
+               + (f" and is a near-duplicate at {labels.bar(policy.text_rule)} shared"
                   if test.threshold is not None else ", decided by distance alone"))
     for line in score(summary, rows, fingerprinter, policy).lines(policy):
         click.echo(line)
