@@ -97,11 +97,9 @@ def build_report(
                 ),
             }
 
-    from simhash_pg.verify import overlap as O
-
     policy = V.VerifyPolicy(rule=V.RULE_VERSION)
-    measure, short_n, long_n = (("Jaccard", V.SHORT_NGRAM, V.LONG_NGRAM) if policy.rule == 1
-                                else ("overlap/max", O.SHORT_NGRAM, O.DOC_NGRAM))
+    text_rule = policy.text_rule
+    measure, short_n, long_n = text_rule.measure, text_rule.short_ngram, text_rule.long_ngram
     report: dict[str, Any] = {
         "eval_dir": str(eval_dir),
         "scheme": first.to_json(),
