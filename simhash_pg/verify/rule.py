@@ -103,8 +103,9 @@ class VerifyPolicy:
     ``rule`` is the rule's version (:data:`~simhash_pg.verify.versions.RULES`):
     :attr:`text_rule` is what two texts must share.
 
-    The mode's name is read once, for its :attr:`facts`
-    (:data:`~simhash_pg.verify.modes.MODES`); everything else asks them.
+    ``facts`` is what the mode does (:data:`~simhash_pg.verify.modes.MODES`):
+    the mode's name is read once, for them. ``text_rule`` is the rule's
+    version (:data:`~simhash_pg.verify.versions.TEXT_RULES`).
     """
 
     mode: VerifyMode = DEFAULT_VERIFY
@@ -117,12 +118,17 @@ class VerifyPolicy:
     probe_pairs: int | None = PROBE_PAIRS
     rule: int = RULE_VERSION
     keep: VerifyMode = field(init=False)
+    # what the mode does, and the rule's version: looked up once (per candidate
+    # in accept, a property's look-up would show)
+    facts: ModeFacts = field(init=False, repr=False, compare=False)
+    text_rule: TextRule = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for m in (self.mode, self.recorded):
             if m is not None:
                 check_mode(m)
         object.__setattr__(self, "keep", stronger(self.mode, self.recorded or self.mode))
+        object.__setattr__(self, "facts", MODES[self.mode])
         if self.signature is None:
             object.__setattr__(self, "signature", self.facts.verifies_long)
         t, cap = self.probe_t, self.probe_cap
@@ -135,16 +141,7 @@ class VerifyPolicy:
             raise ValueError(f"the pair probes must be None or an int >= 1, got {pp!r}")
         if isinstance(self.rule, bool) or self.rule not in RULES:
             raise ValueError(f"the rule version must be one of {RULES}, got {self.rule!r}")
-
-    @property
-    def facts(self) -> ModeFacts:
-        """What the mode does (:data:`~simhash_pg.verify.modes.MODES`)."""
-        return MODES[self.mode]
-
-    @property
-    def text_rule(self) -> TextRule:
-        """The rule's version: what two texts must share, and its bar."""
-        return TEXT_RULES[self.rule]
+        object.__setattr__(self, "text_rule", TEXT_RULES[self.rule])
 
     # -- which look-up a text query uses --------------------------------------
     @property
