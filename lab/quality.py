@@ -43,6 +43,7 @@ import numpy.typing as npt
 
 from lab.evaluation import EvalSet, PairScores, default_eval_dir, load_eval
 from simhash_pg import verify as V
+from simhash_pg.bits import PIGEONHOLE_K
 from simhash_pg.text.schemes import get_scheme
 from simhash_pg.text.signatures import SHARED_SENTENCE_CAP, key_holders_found, sentences_meet
 from simhash_pg.text.simhash import Fingerprinter
@@ -547,7 +548,7 @@ def decide(
     """
     p = rule.policy
     pr = np.zeros(distance.shape, dtype=bool)
-    if p.probes_texts and rule.k <= V.PIGEONHOLE_K:
+    if p.probes_texts and rule.k <= PIGEONHOLE_K:
         if queries is None:
             raise ValueError(f"{rule.label()} probes long queries: give queries and probe_hit")
         pr = np.array([p.probe_budget(q, rule.k) is not None for q in queries], dtype=bool)

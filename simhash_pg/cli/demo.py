@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 import click
 
 from simhash_pg import labels
+from simhash_pg.bits import DEFAULT_K
 from simhash_pg.cli.common import fail, fresh_database
 from simhash_pg.cli.dedup import Summary, run_dedup
 from simhash_pg.cli.inputs import Record
 from simhash_pg.cli.options import SchemeSpec, dsn_option, k_option, scheme_option
-from simhash_pg.verify.limits import DEFAULT_K
 
 if TYPE_CHECKING:
     from simhash_pg.store import AddResult

@@ -26,14 +26,14 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from simhash_pg.bits import to_signed_list, to_unsigned
+from simhash_pg.bits import PIGEONHOLE_K, to_signed_list, to_unsigned
 from simhash_pg.store import locking, sql
 from simhash_pg.store.batch_index import BatchIndex, EarlierPairs, Hit
 from simhash_pg.store.checks import parse_item
 from simhash_pg.store.pgcopy import copy_documents
 from simhash_pg.store.results import AddResult, OnDuplicate
 from simhash_pg.text.signatures import sentences_meet
-from simhash_pg.verify import PIGEONHOLE_K, VerifyPolicy, VText
+from simhash_pg.verify import VerifyPolicy, VText
 from simhash_pg.verify.candidates import (
     Candidate,
     filter_candidates,

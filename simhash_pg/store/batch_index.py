@@ -27,12 +27,12 @@ import numpy as np
 
 from simhash_pg.bits import (
     BLOCK_SHIFTS,
+    PIGEONHOLE_K,
     blocks_array,
     hamming_array,
     raw_blocks,
 )
 from simhash_pg.probes import probe_hits
-from simhash_pg.verify.limits import PIGEONHOLE_K
 from simhash_pg.verify.pairtest import PairTest
 
 __all__ = ["BatchIndex", "EarlierPairs", "Hit"]

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from simhash_pg.bits import to_unsigned
+from simhash_pg.bits import DEFAULT_K, to_unsigned
 from simhash_pg.store import batch as _batch
 from simhash_pg.store import bulk, locking, opening, query, single, sql
 from simhash_pg.store.checks import (
@@ -139,7 +139,7 @@ class SimhashStore:
         *,
         engine: Any = None,
         scheme: Scheme | Mapping[str, Any] | str | None = None,
-        k: int = 3,
+        k: int = DEFAULT_K,
         on_duplicate: OnDuplicate = "skip",
         migrate: bool = True,
         connect_timeout: int = 10,
@@ -179,7 +179,7 @@ class SimhashStore:
         conn: psycopg.Connection[Any],
         handshake: opening.Opened,
         *,
-        k: int = 3,
+        k: int = DEFAULT_K,
         on_duplicate: OnDuplicate = "skip",
         lock_timeout: float | None = locking.DEFAULT_LOCK_TIMEOUT,
         verify: VerifyMode | None = None,

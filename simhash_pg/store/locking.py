@@ -73,8 +73,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import psycopg
 
-from simhash_pg.bits import blocks_array
-from simhash_pg.verify.limits import PIGEONHOLE_K
+from simhash_pg.bits import PIGEONHOLE_K, blocks_array
 
 if TYPE_CHECKING:
     from simhash_pg.verify.jaccard import VText

@@ -6,8 +6,7 @@
 - :mod:`~simhash_pg.verify.versions`: the rule's versions, one
   :class:`TextRule` each (what two texts must share), :attr:`VerifyPolicy.text_rule`;
 - :mod:`~simhash_pg.verify.modes`: the verify modes as a table of facts;
-- :mod:`~simhash_pg.verify.limits`: radii, probes, budgets (and the two
-  numbers the SQL mirrors);
+- :mod:`~simhash_pg.verify.limits`: radii, probes, budgets;
 - :mod:`~simhash_pg.verify.pairtest`: one pair's test and its verdict;
 - :mod:`~simhash_pg.verify.jaccard`: verification texts and their n-gram
   Jaccard (rule 1's similarity);
@@ -31,11 +30,9 @@ from simhash_pg.verify.jaccard import (
     verification_text,
 )
 from simhash_pg.verify.limits import (
-    DEFAULT_K,
     KEEP_TEXT_CHARS,
     LONG_K,
     LOOKUP_BUDGET,
-    PIGEONHOLE_K,
     PROBE_CAP,
     PROBE_PAIRS,
     PROBE_T,
@@ -54,7 +51,6 @@ from simhash_pg.verify.versions import (
 )
 
 __all__ = [
-    "DEFAULT_K",
     "DEFAULT_VERIFY",
     "KEEP_TEXT_CHARS",
     "LONG_K",
@@ -62,7 +58,6 @@ __all__ = [
     "LONG_THRESHOLD",
     "LOOKUP_BUDGET",
     "MODES",
-    "PIGEONHOLE_K",
     "PROBE_CAP",
     "PROBE_PAIRS",
     "PROBE_T",

@@ -4,12 +4,8 @@ Each carries the measurement behind it (docs/quality.md, lab/experiments/).
 A store records the ones that shape what it holds (simhash_meta 'probes');
 :class:`~simhash_pg.verify.rule.VerifyPolicy` takes them as its defaults.
 
-:data:`DEFAULT_K` and :data:`PIGEONHOLE_K` are mirrored by the SQL, which
-cannot import them: ``simhash_add`` (sql/current/add.sql: ``p_k DEFAULT 3``;
-``p_k <= 3`` takes the four block locks, a wider k the store-wide lock) and
-``simhash_near``/``simhash_near_many``/``simhash_pairs`` (sql/current/near.sql,
-pairs.sql: the pair form at ``k <= 3``). Changing either here needs a schema
-revision that changes the SQL too; this module is the Python side's only copy.
+The two numbers of the block layout that the SQL repeats, ``DEFAULT_K`` and
+``PIGEONHOLE_K``, are :mod:`simhash_pg.bits`'s.
 """
 
 from __future__ import annotations
@@ -19,24 +15,14 @@ from typing import Final
 from simhash_pg.verify.jaccard import SHORT_TEXT_CHARS
 
 __all__ = [
-    "DEFAULT_K",
     "KEEP_TEXT_CHARS",
     "LONG_K",
     "LOOKUP_BUDGET",
-    "PIGEONHOLE_K",
     "PROBE_CAP",
     "PROBE_PAIRS",
     "PROBE_T",
     "SHORT_K",
 ]
-
-# The radius of a fingerprint query when none is given (simhash_add's p_k DEFAULT 3).
-DEFAULT_K: Final = 3
-# The widest k at which every fingerprint within k shares a whole 16-bit block
-# with the query (4 blocks, 3 differing bits leave one block equal): the block
-# locks, the batch's block dicts, the pair form and always-probed own block
-# values rely on it (sql/current/add.sql and near.sql test ``k <= 3``).
-PIGEONHOLE_K: Final = 3
 
 # Measured on pairs_short.jsonl (docs/quality.md): F1 of "Hamming <= k and
 # Jaccard >= threshold" is 0.927 at k = 11 (0.918 on a second draw of the set)

@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, cast
 
+from simhash_pg.bits import PIGEONHOLE_K
 from simhash_pg.verify.jaccard import (
     TITLE_KEY_TEXT_CHARS,
     VText,
@@ -47,7 +48,6 @@ from simhash_pg.verify.limits import (
     KEEP_TEXT_CHARS,
     LONG_K,
     LOOKUP_BUDGET,
-    PIGEONHOLE_K,
     PROBE_CAP,
     PROBE_PAIRS,
     PROBE_T,
