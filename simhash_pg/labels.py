@@ -145,8 +145,10 @@ def _why_no_texts(ev: Evidence) -> str:
     if not ev.query_text_kept:
         return "the store keeps no text for the querying document"
     if not ev.text_query:
-        return ("a fingerprint query" if ev.mode != "off"
-                else "verify = off: fingerprints only")
+        from simhash_pg.verify.modes import MODES, check_mode
+
+        return ("a fingerprint query" if MODES[check_mode(ev.mode)].verifies_short
+                else f"verify = {ev.mode}: fingerprints only")
     if not ev.text_kept:
         return "the store keeps no text for this document"
     return f"two long texts under verify = {ev.mode}"
