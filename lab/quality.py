@@ -43,6 +43,7 @@ import numpy.typing as npt
 
 from lab.evaluation import EvalSet, PairScores, default_eval_dir, load_eval
 from simhash_pg import verify as V
+from simhash_pg.bits import PIGEONHOLE_K
 from simhash_pg.text.schemes import get_scheme
 from simhash_pg.text.signatures import SHARED_SENTENCE_CAP, key_holders_found, sentences_meet
 from simhash_pg.text.simhash import Fingerprinter
@@ -312,7 +313,7 @@ def fingerprint_distances(
 def similarities(ps: PairSet, rule: int = V.RULE_VERSION) -> npt.NDArray[np.float64]:
     """Verification similarity of every pair, as rule version ``rule`` measures it."""
     v = ps.vtexts
-    measure = V.VerifyPolicy(rule=rule).similarity
+    measure = V.VerifyPolicy(rule=rule).text_rule.similarity
     return np.array(
         [measure(v[a], v[b]) for a, b in zip(ps.a, ps.b, strict=True)], dtype=np.float64
     )
@@ -529,19 +530,40 @@ def decide(
 ) -> npt.NDArray[np.bool_]:
     """Which pairs ``rule`` calls near-duplicates: the store's look-up and rule, vectorised.
 
-    (:meth:`simhash_pg.verify.VerifyPolicy.decide`: an equal sentence
-    signature makes a long pair a candidate, verified like any other under
-    the long-text guard.) ``queries`` (each pair's ``a`` as verification
-    text) and ``probe_hit`` (:func:`probe_hits`) are needed when the rule
-    probes: which queries the store searches by probes, and what they reach.
+    The model of the store's decision (:meth:`simhash_pg.verify.VerifyPolicy.accept`):
+    each pair meets the policy's :meth:`~simhash_pg.verify.VerifyPolicy.test`
+    of its kind (a short side or two long texts; searched by probes or by
+    radius), judged as the store judges one pair
+    (:meth:`simhash_pg.verify.PairTest.judge`). ``similarity`` is the
+    policy's text rule's of each pair; ``sentences``: the pair's sentence
+    keys meet (an equal sentence signature makes a long pair a candidate,
+    verified like any other under the long-text guard).
+
+    ``queries`` (each pair's ``a`` as verification text) and ``probe_hit``
+    (:func:`probe_hits`: one of ``b``'s block values is among ``a``'s probe
+    values) are needed when the rule probes: which queries the store searches
+    by probes, and what they reach. A probed query finds a candidate only by a
+    probe hit within the cap, or by its signature. Without them, every query
+    is searched by radius.
     """
     p = rule.policy
-    probed = None
-    if p.probes_texts and rule.k <= 3:
+    pr = np.zeros(distance.shape, dtype=bool)
+    if p.probes_texts and rule.k <= PIGEONHOLE_K:
         if queries is None:
             raise ValueError(f"{rule.label()} probes long queries: give queries and probe_hit")
-        probed = np.array([p.probe_budget(q, rule.k) is not None for q in queries], dtype=bool)
-    return p.decide(rule.k, distance, similarity, short, sentences, probed, probe_hit)
+        pr = np.array([p.probe_budget(q, rule.k) is not None for q in queries], dtype=bool)
+    sig = np.zeros(distance.shape, dtype=bool) if sentences is None else sentences
+    if pr.any() and probe_hit is None:
+        raise ValueError("probed pairs need probe_hit (is the candidate among the probes?)")
+    out = np.zeros(distance.shape, dtype=bool)
+    for side in (True, False):
+        for by_probes in (False, True):
+            passed = p.test(rule.k, side, by_probes).judge(distance, sig, lambda: similarity)
+            out = np.where((short == side) & (pr == by_probes), passed, out)
+    if probe_hit is not None:
+        within = probe_hit & (distance <= max(rule.k, p.probe_cap))
+        out &= ~pr | within | (sig & bool(p.signature))
+    return out
 
 
 def probe_hits(

@@ -7,6 +7,14 @@ signed ``bigint`` (two's complement), and its four 16-bit blocks as
     b0 = bits 48-63, b1 = bits 32-47, b2 = bits 16-31, b3 = bits 0-15
 
 Every other module converts through these functions, never by hand.
+
+:data:`PIGEONHOLE_K` and :data:`DEFAULT_K` are facts of this layout that the
+SQL repeats, since it cannot import them: ``simhash_add``
+(sql/current/add.sql: ``p_k DEFAULT 3``; at ``p_k <= 3`` the four block
+locks, above it the store-wide lock), ``simhash_near``, ``simhash_near_many``
+(sql/current/near.sql) and ``simhash_pairs`` (pairs.sql: the pair form at
+``k <= 3``). This module is the Python side's one copy of each; changing
+one needs a schema revision that changes the SQL with it.
 """
 
 from __future__ import annotations
@@ -22,7 +30,9 @@ __all__ = [
     "BLOCK_BITS",
     "BLOCK_OFFSET",
     "BLOCK_SHIFTS",
+    "DEFAULT_K",
     "MAX_FINGERPRINT",
+    "PIGEONHOLE_K",
     "blocks",
     "blocks_array",
     "check_fingerprint",
@@ -40,6 +50,13 @@ BLOCK_BITS = 16
 # Where each block starts: b0 = bits 48-63, b1 = bits 32-47, b2 = 16-31, b3 = 0-15.
 BLOCK_SHIFTS = (48, 32, 16, 0)
 BLOCK_OFFSET = 1 << 15  # smallint holds block - 32768
+# The widest k at which every fingerprint within k of a query shares a whole
+# block with it (k differing bits spoil at most k of the BLOCKS blocks): what
+# the block locks, the batch's block dicts, the pair form and the always
+# probed own block values rely on.
+PIGEONHOLE_K = BLOCKS - 1
+# The radius of a fingerprint query when none is given.
+DEFAULT_K = 3
 _SIGN = 1 << 63
 _WRAP = 1 << 64
 

@@ -25,9 +25,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from simhash_pg.verify.evidence import Evidence
     from simhash_pg.verify.rule import VerifyPolicy
+    from simhash_pg.verify.versions import TextRule
 
 __all__ = [
     "K_HELP",
+    "bar",
     "beyond_k",
     "decided",
     "distance",
@@ -68,8 +70,18 @@ def distance(d: int) -> str:
 
 def measure(rule: int, ngram: int | None) -> str:
     """What the rule measures: ``"5-gram overlap"`` (rule 2), ``"trigram Jaccard"`` (rule 1)."""
+    from simhash_pg.verify.versions import TEXT_RULES
+
     name = {2: "bigram", 3: "trigram"}.get(ngram or 0, f"{ngram}-gram")
-    return f"{name} {'Jaccard' if rule == 1 else 'overlap'}"
+    return f"{name} {TEXT_RULES[rule].measure}"
+
+
+def bar(rule: TextRule) -> str:
+    """The share a rule's near-duplicates reach: ``">= 80%"``, or both bars when they differ."""
+    if rule.short_threshold == rule.long_threshold:
+        return f">= {percent(rule.short_threshold)}"
+    return (f">= {percent(rule.short_threshold)} (a pair with a short side) or "
+            f"{percent(rule.long_threshold)} (two long texts)")
 
 
 def found_line(n: int, *, text_query: bool, k: int, threshold: float | None) -> str:
@@ -133,8 +145,10 @@ def _why_no_texts(ev: Evidence) -> str:
     if not ev.query_text_kept:
         return "the store keeps no text for the querying document"
     if not ev.text_query:
-        return ("a fingerprint query" if ev.mode != "off"
-                else "verify = off: fingerprints only")
+        from simhash_pg.verify.modes import MODES, check_mode
+
+        return ("a fingerprint query" if MODES[check_mode(ev.mode)].verifies_short
+                else f"verify = {ev.mode}: fingerprints only")
     if not ev.text_kept:
         return "the store keeps no text for this document"
     return f"two long texts under verify = {ev.mode}"

@@ -58,6 +58,8 @@ from simhash_pg.bits import (
     BLOCK_OFFSET,
     BLOCK_SHIFTS,
     BLOCKS,
+    DEFAULT_K,
+    PIGEONHOLE_K,
     blocks,
     check_fingerprint,
     to_signed,
@@ -229,7 +231,7 @@ def _column(source: Any, name: str) -> Any:
     return c[name] if c is not None else getattr(source, name)
 
 
-def near_clause(source: Any, q: int, k: int = 3, *, fingerprint: str = "fingerprint",
+def near_clause(source: Any, q: int, k: int = DEFAULT_K, *, fingerprint: str = "fingerprint",
                 prefix: str = "b") -> ColumnElement[bool]:
     """A WHERE condition: the row's fingerprint is within Hamming distance k of q.
 
@@ -258,7 +260,7 @@ def near_clause(source: Any, q: int, k: int = 3, *, fingerprint: str = "fingerpr
     cols = [_column(source, f"{prefix}{i}") for i in range(BLOCKS)]
     arms: list[ColumnElement[bool]] = []
     for i in range(BLOCKS):
-        if kk <= 3:
+        if kk <= PIGEONHOLE_K:
             nxt = (i + 1) % BLOCKS
             arms.append(and_(cols[i] == qb[i], cols[nxt].in_(_probes(qb[nxt], kk // 2))))
         else:
@@ -299,14 +301,14 @@ def _near_columns(fn: Function[Any]) -> TableValuedAlias:
                            column("distance", Integer))
 
 
-def near(fp: Any, k: int = 3) -> TableValuedAlias:
+def near(fp: Any, k: int = DEFAULT_K) -> TableValuedAlias:
     """``simhash_near(fp, k)`` as a table: stored documents (``id``, ``key``,
     ``distance``) within k of ``fp``, a fingerprint or a fingerprint column
     (add ``.lateral()`` to take it from each row of another table)."""
     return _near_columns(func.simhash_near(_fp_expr(fp), _check_k(k)))
 
 
-def near_id(doc_id: Any, k: int = 3) -> TableValuedAlias:
+def near_id(doc_id: Any, k: int = DEFAULT_K) -> TableValuedAlias:
     """``simhash_near_id(doc_id, k)`` as a table: the stored documents within k
     of stored document ``doc_id`` (an int or an id column), leaving it out."""
     if not (isinstance(doc_id, ClauseElement) or hasattr(doc_id, "__clause_element__")):

@@ -3,7 +3,7 @@
 -- downgrade of revision 0004 runs this file again to restore these bodies
 -- (same signatures, so the grants of revision 0002 stay). Fingerprints are bigint
 -- (the unsigned 64-bit value in two's complement), blocks smallint
--- (16-bit block value - 32768), as in DESIGN.md.
+-- (16-bit block value - 32768), as in docs/design.md ("Where the bits live").
 --
 -- Search strategy (exact for every k in 0..64):
 --   * pigeonhole: if hamming(a, b) <= k, some 16-bit block differs in at most

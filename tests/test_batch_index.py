@@ -13,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_pg.store.batch_index import BatchIndex, EarlierPairs
+from simhash_pg.verify import VerifyPolicy
+from simhash_pg.verify.pairtest import by_distance
 
 
 @st.composite
@@ -39,9 +41,10 @@ def batches(draw: st.DrawFn) -> tuple[list[int], list[bool], int]:
 @given(batches())
 def test_earlier_pairs_answer_as_the_batch_index(data: tuple[list[int], list[bool], int]) -> None:
     fps, stored, k = data
-    pairs = EarlierPairs.of(fps, k)
+    test = VerifyPolicy().fingerprint_test(k)  # what the batch asks the policy
+    pairs = EarlierPairs.of(fps, test)
     assert pairs is not None
-    index = BatchIndex(k)
+    index = BatchIndex(test)
     for t, fp in enumerate(fps):
         assert pairs.nearest(t) == index.nearest(fp), t
         if stored[t]:
@@ -52,7 +55,19 @@ def test_earlier_pairs_answer_as_the_batch_index(data: tuple[list[int], list[boo
 
 def test_earlier_pairs_give_up_past_the_limit_and_refuse_wide_radii() -> None:
     same = [0x1234_5678_9ABC_DEF0] * 50  # 50 * 49 / 2 pairs per block
-    assert EarlierPairs.of(same, 3, limit=4 * 1225) is not None
-    assert EarlierPairs.of(same, 3, limit=4 * 1225 - 1) is None
+    assert EarlierPairs.of(same, by_distance(3), limit=4 * 1225) is not None
+    assert EarlierPairs.of(same, by_distance(3), limit=4 * 1225 - 1) is None
     with pytest.raises(ValueError, match="k <= 3"):
-        EarlierPairs.of(same, 4)
+        EarlierPairs.of(same, by_distance(4))
+
+
+def test_the_batch_index_decides_by_the_fingerprint_test_alone() -> None:
+    """Both take the policy's test of a pair without texts, and refuse one that measures."""
+    p = VerifyPolicy("all")
+    assert p.fingerprint_test(5) == by_distance(5) == (5, False, None)
+    assert BatchIndex(p.fingerprint_test(5)).k == 5 and BatchIndex(by_distance(5)).scan
+    for test in (p.test(3, short=True), p.test(3, short=False)):  # verified: a threshold
+        with pytest.raises(ValueError, match="distance alone"):
+            BatchIndex(test)
+        with pytest.raises(ValueError, match="distance alone"):
+            EarlierPairs.of([1, 2], test)

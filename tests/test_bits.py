@@ -8,6 +8,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from simhash_pg.bits import (
+    BLOCK_SHIFTS,
+    BLOCKS,
+    DEFAULT_K,
+    PIGEONHOLE_K,
     blocks,
     check_fingerprint,
     hamming,
@@ -82,6 +86,20 @@ def test_pigeonhole_within_three_bits(fp: int) -> None:
     other = fp ^ (1 << 3) ^ (1 << 20) ^ (1 << 40)
     assert hamming(fp, other) == 3
     assert sum(x == y for x, y in zip(blocks(fp), blocks(other), strict=True)) >= 1
+
+
+@given(u64, st.lists(st.integers(0, 63), unique=True, max_size=PIGEONHOLE_K))
+def test_pigeonhole_k_is_the_widest_radius_that_keeps_a_block(fp: int, bits: list[int]) -> None:
+    """PIGEONHOLE_K (what the SQL's ``k <= 3`` repeats): any fingerprint within it
+    shares a whole block with the query; one bit more can spoil every block."""
+    other = fp
+    for b in bits:
+        other ^= 1 << b
+    assert any(x == y for x, y in zip(blocks(fp), blocks(other), strict=True))
+    spoil_all = fp ^ sum(1 << s for s in BLOCK_SHIFTS)  # one bit in each block
+    assert hamming(fp, spoil_all) == PIGEONHOLE_K + 1 == BLOCKS
+    assert not any(x == y for x, y in zip(blocks(fp), blocks(spoil_all), strict=True))
+    assert DEFAULT_K <= PIGEONHOLE_K  # the default query takes the block locks
 
 
 @pytest.mark.parametrize("bad", [-1, 2**64, 2**70])

@@ -383,6 +383,39 @@ def test_demo_on_the_embedded_server_explains_itself(monkeypatch: pytest.MonkeyP
         LocalServer(home).destroy()
 
 
+def test_the_demo_takes_its_numbers_and_what_found_means_from_the_policy() -> None:
+    """Issue 30: the demo's radius, bar and labelled pairs are the store policy's, for
+    either rule version: a title with and without a site suffix is a near-duplicate
+    by rule 1 (bigram Jaccard 0.72) and not by rule 2 (overlap 0.72 < 0.8)."""
+    from simhash_pg.cli.dedup import Summary
+    from simhash_pg.cli.demo import Score, score, verified_test
+    from simhash_pg.cli.inputs import Record
+    from simhash_pg.store import AddResult
+    from simhash_pg.text.simhash import Fingerprinter
+    from simhash_pg.verify import VerifyPolicy
+
+    rows: list[dict[str, object]] = [
+        {"id": "a", "group": "g", "text": "Stocks rally as oil falls"},
+        {"id": "b", "group": "g", "text": "Stocks rally as oil falls - BBC News"},
+    ]
+    a, b = (Record(str(r["text"]), f"sample:{r['id']}", "", r) for r in rows)
+    summary = Summary(pairs=[(b, AddResult(2, 0, 1, 5, True, key=b.key))], stored={1: a})
+    bars = {1: ">= 72% (a pair with a short side) or 78% (two long texts)", 2: ">= 80%"}
+    for rule, bar in bars.items():
+        p = VerifyPolicy("all", rule=rule)
+        test = verified_test(3, p)
+        assert (test.radius, test.threshold) == (p.probe_cap, p.text_rule.threshold(False))
+        got = score(summary, rows, Fingerprinter(), p)
+        near = rule == 1  # what the policy's text rule says of the pair
+        assert (got.reported, got.right, got.labelled, got.found) == (1, near, near, near)
+        lines = got.lines(p)
+        assert f"shares {bar} of its text" in lines[0] and f"by rule {rule}" in lines[0]
+    lines = Score(reported=2, right=1, labelled=4, found=3).lines(VerifyPolicy("all"))
+    assert "precision 0.500 (1 of 2 reported pairs)" in lines[0]
+    assert "recall 0.750 (3 of the sample's 4 such documents reported)" in lines[0]
+    assert verified_test(3, VerifyPolicy("off")).threshold is None  # distance alone
+
+
 # -- 8. long work: a rerun skips known keys before fingerprinting ---------------------------
 
 

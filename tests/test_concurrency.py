@@ -369,8 +369,8 @@ def make_titles(seed: int = 11) -> list[list[str]]:
             fp = fpr.fingerprint(title)
             if (title not in family and (fp ^ fp0).bit_count() > 13
                     and not any(x == y for x, y in zip(blocks(fp), blocks(fp0), strict=True))
-                    and policy.similarity(v0, verification_text(title))
-                    >= policy.threshold(True)):
+                    and policy.text_rule.similarity(v0, verification_text(title))
+                    >= policy.text_rule.threshold(True)):
                 family.append(title)
         if len(family) >= 4:
             families.append(family)

@@ -28,7 +28,7 @@ from simhash_pg.bits import to_unsigned
 from simhash_pg.db import migrate
 from simhash_pg.store import SimhashStore
 from simhash_pg.text.signatures import sentence_signature_signed
-from simhash_pg.verify import TEXT_LOST, accept, verification_text
+from simhash_pg.verify import TEXT_LOST, policy_for, verification_text
 
 EXE = shutil.which("simhash-pg", path=str(Path(sys.executable).parent)) or "simhash-pg"
 
@@ -192,7 +192,7 @@ def test_only_rows_stored_before_the_reupgrade_go_unverified(pg_dsn: str) -> Non
 
 
 def brute_near(store: SimhashStore, text: str, k: int, lost: set[int]) -> list[tuple[int, int]]:
-    """(id, distance) of every stored row accept() takes; rows in ``lost`` have no text."""
+    """(id, distance) of every stored row the policy accepts; rows in ``lost`` have no text."""
     sc = store.scheme
     q = verification_text(text, html=sc.html, t2s=sc.t2s, visible=bool(sc.visible))
     qsig = sentence_signature_signed(text, html=sc.html, t2s=sc.t2s, visible=bool(sc.visible))
@@ -202,8 +202,9 @@ def brute_near(store: SimhashStore, text: str, k: int, lost: set[int]) -> list[t
         "SELECT id, fingerprint, verify_text, sentence_sig FROM simhash_documents"
     ).fetchall():
         d = hamming(fp, to_unsigned(sfp))
-        if accept(q, TEXT_LOST if id_ in lost else vtext, d, k, store.verify,
-                  signature_match=qsig is not None and sig == qsig):
+        text = TEXT_LOST if id_ in lost else vtext
+        if policy_for(store.verify).accept(q, [(text, d, qsig is not None and sig == qsig)],
+                                           k)[0]:
             hits.append((d, id_))
     return [(i, d) for d, i in sorted(hits)]
 

@@ -36,10 +36,8 @@ _STATEMENT = re.compile(rf"\s*({'|'.join(SQL_KEYWORDS)})(\s|\(|$)")
 _SENDING = ("execute", "executemany", "cursor", "copy", "connect", "SQL")
 # NamedTuple's public methods start with "_".
 _NAMEDTUPLE = {"_replace", "_asdict", "_fields", "_make", "_field_defaults"}
-# Known reach-ins left to another change: verify/rule.py's names are being
-# consolidated (issue 30, item 1) on another branch; its import of
-# pairtest._NEVER goes with that work, and this entry with it.
-_KNOWN_REACH_INS = {"simhash_pg/verify/rule.py: imports _NEVER"}
+# Known reach-ins: none left.
+_KNOWN_REACH_INS: set[str] = set()
 
 
 def _modules() -> dict[str, Path]:

@@ -36,7 +36,7 @@ from simhash_pg.verify import (
     PROBE_PAIRS,
     PROBE_T,
     SHORT_K,
-    accept,
+    policy_for,
     verification_text,
 )
 
@@ -164,7 +164,7 @@ def brute_near(store: SimhashStore, text: str, k: int) -> list[tuple[int, int]]:
             d <= max(k, PROBE_CAP) and reached(blocks(to_unsigned(sfp)))
         ):
             continue
-        if accept(q, vtext, d, k, store.verify, signature_match=same_sig, probed=probed):
+        if policy_for(store.verify).accept(q, [(vtext, d, same_sig)], k, probed=probed)[0]:
             hits.append((d, id_))
     return [(i, d) for d, i in sorted(hits)]
 

@@ -9,6 +9,13 @@ from hypothesis import strategies as st
 from simhash_pg import verify as V
 
 text = st.text(alphabet="abcdefghij一二三四五 ,.", max_size=60)
+RULE_1 = V.TEXT_RULES[1]
+
+
+def accept(q: str, c: V.StoredText, d: int, k: int, mode: V.VerifyMode | V.VerifyPolicy,
+           *, signature_match: bool = False, probed: bool = False) -> bool:
+    """One candidate through the policy's one decision (VerifyPolicy.accept)."""
+    return V.policy_for(mode).accept(q, [(c, d, signature_match)], k, probed=probed)[0]
 
 
 def test_verification_text_keeps_letters_digits_marks_only() -> None:
@@ -28,32 +35,32 @@ def test_known_pairs() -> None:
     # One word changed in a title: still a near-duplicate.
     one_word = V.verification_text("Stocks rally as oil prices drop")
     assert V.similarity(a, one_word) == pytest.approx(21 / 27)  # 21 shared of 27 bigrams
-    assert V.is_near_duplicate(a, one_word)
+    assert RULE_1.is_duplicate(a, one_word)
     # Bigram Jaccard by hand: "abcd" vs "abce": {ab,bc,cd} vs {ab,bc,ce} -> 2/4.
     assert V.similarity("abcd", "abce") == pytest.approx(0.5)
     # Trigram Jaccard when both sides are long.
     long_a, long_b = "x" * 60 + "abcd", "x" * 60 + "abce"
-    assert V.ngram_for(long_a, long_b) == 3
+    assert RULE_1.ngram(long_a, long_b) == 3
     sa, sb = V.shingles(long_a, 3), V.shingles(long_b, 3)
     assert V.similarity(long_a, long_b) == pytest.approx(len(sa & sb) / len(sa | sb))
     # Unrelated titles.
-    assert not V.is_near_duplicate(a, V.verification_text("Election results in Ohio"))
+    assert not RULE_1.is_duplicate(a, V.verification_text("Election results in Ohio"))
 
 
 def test_site_suffix_crosses_the_threshold() -> None:
     a = V.verification_text("Stocks rally as oil falls")
     b = V.verification_text("Stocks rally as oil falls - BBC News")
     assert V.similarity(a, b) == pytest.approx(0.72)
-    assert V.is_near_duplicate(a, b)
-    assert not V.is_near_duplicate(a, b, threshold=0.73)
+    assert RULE_1.is_duplicate(a, b)
+    assert not V.TEXT_RULES[2].is_duplicate(a, b)  # 0.72 of the longer's bigrams
 
 
 def test_short_and_thresholds() -> None:
     short, long_ = "a" * (V.SHORT_TEXT_CHARS - 1), "b" * V.SHORT_TEXT_CHARS
     assert V.is_short(short) and not V.is_short(long_)
-    assert V.threshold_for(short, long_) == V.SHORT_THRESHOLD
-    assert V.threshold_for(long_, long_) == V.LONG_THRESHOLD
-    assert V.ngram_for(long_, short) == V.SHORT_NGRAM
+    assert RULE_1.threshold(True) == V.SHORT_THRESHOLD
+    assert RULE_1.threshold(False) == V.LONG_THRESHOLD
+    assert RULE_1.ngram(long_, short) == V.SHORT_NGRAM
     assert V.SHORT_K >= 3 and V.LONG_K >= 3
     assert V.KEEP_TEXT_CHARS >= V.SHORT_TEXT_CHARS
 
@@ -74,7 +81,8 @@ def test_symmetric_and_bounded(a: str, b: str) -> None:
     s = V.similarity(na, nb)
     assert 0.0 <= s <= 1.0
     assert s == V.similarity(nb, na)
-    assert V.is_near_duplicate(na, nb) == V.is_near_duplicate(nb, na)
+    for rule in V.TEXT_RULES.values():
+        assert rule.is_duplicate(na, nb) == rule.is_duplicate(nb, na)
 
 
 @settings(max_examples=100, deadline=None)
@@ -82,37 +90,62 @@ def test_symmetric_and_bounded(a: str, b: str) -> None:
 def test_identity_is_one(a: str) -> None:
     na = V.verification_text(a)
     assert V.similarity(na, na) == 1.0
-    assert V.is_near_duplicate(na, na)
+    assert all(rule.is_duplicate(na, na) for rule in V.TEXT_RULES.values()) or not na
 
 
-@settings(max_examples=100, deadline=None)
-@given(text, text, st.floats(0.0, 1.0))
-def test_threshold_is_monotone(a: str, b: str, t: float) -> None:
-    na, nb = V.verification_text(a), V.verification_text(b)
-    s = V.similarity(na, nb)
-    assert V.is_near_duplicate(na, nb, threshold=t) == (s >= t)
-    assert V.is_near_duplicate(na, nb, threshold=0.0)
+@settings(max_examples=200, deadline=None)
+@given(text, text, st.sampled_from(V.RULES))
+def test_a_rules_text_part_is_its_similarity_against_its_bar(a: str, b: str, rule: int) -> None:
+    """TextRule.is_duplicate is the version's measure against the pair's bar, by brute force."""
+    from simhash_pg.verify.overlap import overlap
+
+    na, nb = V.verification_text(a * 2), V.verification_text(b * 5)
+    short = V.is_short(na) or V.is_short(nb)
+    if rule == 1:
+        n = 2 if short else 3
+        sa, sb = V.shingles(na, n), V.shingles(nb, n)
+        sim = 1.0 if na == nb else len(sa & sb) / len(sa | sb) if sa and sb else 0.0
+        bar = V.SHORT_THRESHOLD if short else V.LONG_THRESHOLD
+    else:
+        sim, bar = overlap(na, nb), 0.8
+    r = V.TEXT_RULES[rule]
+    assert r.version == rule and r.similarity(na, nb) == pytest.approx(sim)
+    assert r.is_duplicate(na, nb) == (r.similarity(na, nb) >= bar)
+    assert V.VerifyPolicy(rule=rule).text_rule is r
+
+
+def test_modes_are_one_table() -> None:
+    """Every mode is a row of facts; a policy reads those, and defaults to the store's mode."""
+    assert tuple(V.MODES) == V.VERIFY_MODES == ("off", "short", "all")
+    assert V.VerifyPolicy().mode == V.DEFAULT_VERIFY == "all"
+    for mode, facts in V.MODES.items():
+        p = V.VerifyPolicy(mode)
+        assert p.facts is facts and p.verifies == facts.verifies_short
+        assert p.probes_texts == facts.verifies_long and p.signature == facts.verifies_long
+        assert p.keeps_text("x" * 5) == (facts.keep_below != 0)
+        assert p.keeps_text("x" * 10_000) == (facts.keep_below is None)
 
 
 # --------------------------------------------------------------------------
 # the store policy
 
 
-def test_keep_text_and_query_k() -> None:
+def test_keep_text_and_radius() -> None:
     short, mid, long_ = "a" * 10, "b" * (V.KEEP_TEXT_CHARS - 1), "c" * V.KEEP_TEXT_CHARS
-    assert V.keep_text(short) and V.keep_text(mid) and not V.keep_text(long_)
-    assert V.keep_text(long_, "all") and not V.keep_text(short, "off")
-    assert V.query_k(short, 3) == V.SHORT_K and V.query_k(mid, 3) == V.SHORT_K
-    assert V.query_k(long_, 3) == 3
+    off, sh, all_ = (V.policy_for(m) for m in ("off", "short", "all"))
+    assert sh.keeps_text(short) and sh.keeps_text(mid) and not sh.keeps_text(long_)
+    assert all_.keeps_text(long_) and not off.keeps_text(short)
+    assert sh.radius(short, 3) == V.SHORT_K and sh.radius(mid, 3) == V.SHORT_K
+    assert sh.radius(long_, 3) == 3
     # under "all" a long text is probed, up to the cap; at k > 3 searched by radius
-    assert V.query_k(long_, 3, "all") == V.PROBE_CAP and V.query_k(long_, 6, "all") == V.LONG_K
+    assert all_.radius(long_, 3) == V.PROBE_CAP and all_.radius(long_, 6) == V.LONG_K
     # titles too are probed under "all" (no store-wide lock), up to the cap
-    assert V.query_k(mid, 3, "all") == V.query_k(short, 3, "all") == V.PROBE_CAP
-    assert V.query_k(short, 6, "all") == V.SHORT_K
+    assert all_.radius(mid, 3) == all_.radius(short, 3) == V.PROBE_CAP
+    assert all_.radius(short, 6) == V.SHORT_K
     assert V.VerifyPolicy("all", probe_t=None).radius(long_, 3) == V.LONG_K
-    assert V.query_k(short, 3, "off") == 3 and V.query_k(short, 20) == 20
+    assert off.radius(short, 3) == 3 and sh.radius(short, 20) == 20
     with pytest.raises(ValueError):
-        V.query_k(short, 3, "sometimes")  # type: ignore[arg-type]
+        V.policy_for("sometimes")  # type: ignore[arg-type]
 
 
 def test_probe_budget_says_which_queries_probe() -> None:
@@ -159,27 +192,27 @@ def test_accept_rules() -> None:
     title = V.verification_text("Stocks rally as oil prices fall")
     same = V.verification_text("Stocks rally, as oil prices fall!")
     other = V.verification_text("Election results expected in Ohio")
-    assert V.accept(title, same, V.SHORT_K, 3)  # wide k, verified
-    assert not V.accept(title, same, V.SHORT_K + 1, 3)
-    assert not V.accept(title, other, 0, 3)  # close fingerprints, different text
-    assert V.accept(title, other, 0, 3, "off")
-    assert not V.accept(title, None, 0, 3)  # a short query against an unkept long text
+    assert accept(title, same, V.SHORT_K, 3, "short")  # wide k, verified
+    assert not accept(title, same, V.SHORT_K + 1, 3, "short")
+    assert not accept(title, other, 0, 3, "short")  # close fingerprints, different text
+    assert accept(title, other, 0, 3, "off")
+    assert not accept(title, None, 0, 3, "short")  # a short query against an unkept long text
     long_a = "".join(chr(0x4E00 + i) for i in range(100))  # 98 distinct trigrams
     long_b = long_a[:-3] + "xyz"
-    assert V.accept(long_a, None, 3, 3) and not V.accept(long_a, None, 4, 3)
-    assert V.accept(long_a, long_b, 3, 3, "short")
-    assert not V.accept(long_a, long_b, V.LONG_K, 3, "short")
-    assert V.accept(long_a, long_b, V.LONG_K, 3, "all")
-    assert not V.accept(long_a, long_b, V.LONG_K + 1, 3, "all")
-    assert V.accept(long_a, long_b, 40, 3, "all", signature_match=True)
-    assert not V.accept(long_a, long_b, 40, 3, "short", signature_match=True)
-    assert not V.accept(long_a, "z" * 100, 0, 3, "all")  # verification vetoes
+    assert accept(long_a, None, 3, 3, "short") and not accept(long_a, None, 4, 3, "short")
+    assert accept(long_a, long_b, 3, 3, "short")
+    assert not accept(long_a, long_b, V.LONG_K, 3, "short")
+    assert accept(long_a, long_b, V.LONG_K, 3, "all")
+    assert not accept(long_a, long_b, V.LONG_K + 1, 3, "all")
+    assert accept(long_a, long_b, 40, 3, "all", signature_match=True)
+    assert not accept(long_a, long_b, 40, 3, "short", signature_match=True)
+    assert not accept(long_a, "z" * 100, 0, 3, "all")  # verification vetoes
 
 
 @settings(max_examples=150, deadline=None)
 @given(text, text, st.integers(0, 20), st.booleans(), st.sampled_from(["off", "short", "all"]))
 def test_eval_rule_is_the_store_rule(a: str, b: str, d: int, sig: bool, mode: str) -> None:
-    """quality.decide (vectorised, used by eval) agrees with accept (used by the store)."""
+    """quality.decide (vectorised, used by eval) agrees with VerifyPolicy.accept (the store)."""
     import numpy as np
 
     from lab import quality as Q
@@ -188,10 +221,10 @@ def test_eval_rule_is_the_store_rule(a: str, b: str, d: int, sig: bool, mode: st
     rule = Q.Rule(k=3, short_verify=mode != "off", long_verify=mode == "all",
                   sentences=mode == "all", probe_t=None)  # radius: accept(probed=False)
     short = np.array([V.is_short(na) or V.is_short(nb)])
-    sim = V.policy_for(mode).similarity(na, nb)  # type: ignore[arg-type]
+    sim = V.policy_for(mode).text_rule.similarity(na, nb)  # type: ignore[arg-type]
     assert V.policy_for(mode).rule == rule.policy.rule  # type: ignore[arg-type]
     got = Q.decide(rule, np.array([d]), np.array([sim]), short, np.array([sig]))
-    assert bool(got[0]) == V.accept(na, nb, d, 3, mode, signature_match=sig)  # type: ignore[arg-type]
+    assert bool(got[0]) == accept(na, nb, d, 3, mode, signature_match=sig)  # type: ignore[arg-type]
 
 
 def test_filter_candidates_keeps_verified_nearest_first() -> None:
@@ -206,7 +239,7 @@ def test_filter_candidates_keeps_verified_nearest_first() -> None:
         V.Candidate(5, "no-text", 0),
         V.Candidate(6, "same-again", 2, text=q),  # a tie: ids decide
     ]
-    kept = V.filter_candidates(q, cands, 3)
+    kept = V.filter_candidates(q, cands, 3, "short")
     assert [(c.key, c.distance) for c in kept] == [
         ("same", 2), ("same-again", 2), ("far-but-same", 9)
     ]
@@ -216,8 +249,8 @@ def test_filter_candidates_keeps_verified_nearest_first() -> None:
         "same",
         "same-again",
     ]
-    assert V.filter_candidates(q, reversed(cands), 3) == kept
-    assert V.filter_candidates(q, [], 3) == []
+    assert V.filter_candidates(q, reversed(cands), 3, "short") == kept
+    assert V.filter_candidates(q, [], 3, "short") == []
 
 
 @settings(max_examples=300, deadline=None)
@@ -287,7 +320,7 @@ def test_the_radius_covers_every_accepted_candidate(
             # text ("aaaa...") can. Known, and left as it was (issue 13 changes
             # no behaviour): such a pair is found within k only.
             continue
-        if p.accept(na, cand, d, k, signature_match=sig):
+        if accept(na, cand, d, k, p, signature_match=sig):
             assert d <= r or (sig and p.signature)
     assert r >= k
 
@@ -299,15 +332,20 @@ def test_the_radius_covers_every_accepted_candidate(
 def test_decide_is_accept_pair_by_pair(
     pairs: list[tuple[int, float, bool, bool]], k: int, mode: str
 ) -> None:
-    """The vectorised rule and the per-candidate rule are one rule: same verdicts."""
+    """The eval's vectorised model and the per-pair test are one rule: same verdicts."""
     import numpy as np
 
+    from lab import quality as Q
+
     p = V.policy_for(mode)  # type: ignore[arg-type]
+    rule = Q.Rule(k=k, short_verify=mode != "off", long_verify=mode == "all",
+                  sentences=mode == "all", probe_t=None)  # by radius
+    assert (rule.policy.mode, rule.policy.signature) == (p.mode, p.signature)
     dist = np.array([d for d, _, _, _ in pairs])
     sim = np.array([s for _, s, _, _ in pairs])
     short = np.array([sh for _, _, sh, _ in pairs])
     sig = np.array([g for _, _, _, g in pairs])
-    got = p.decide(k, dist, sim, short, sig)
+    got = Q.decide(rule, dist, sim, short, sig)
     for i, (d, s, sh, g) in enumerate(pairs):
         t = p.test(k, sh)
         want = (d <= t.radius or (g and t.signature)) and (t.threshold is None or s >= t.threshold)
@@ -326,17 +364,19 @@ def test_rule_2_is_the_labelling_rule() -> None:
     # a title with and without a long site prefix: 0.74 of the longer's bigrams
     a = V.verification_text("In pictures: ITunes user sues Apple over iPod")
     b = V.verification_text("ITunes user sues Apple over iPod")
-    assert one.accept(a, b, 0, 3) and not two.accept(a, b, 0, 3)
+    assert accept(a, b, 0, 3, one) and not accept(a, b, 0, 3, two)
     # one digit of a 6-letter title: Jaccard 0.67, but 4 of 5 bigrams shared
     c, d = V.verification_text("GDP up 2%"), V.verification_text("GDP up 3%")
-    assert not one.accept(c, d, 0, 3) and two.accept(c, d, 0, 3)
-    assert two.similarity(c, d) == overlap(c, d) == 0.8 and one.similarity(c, d) == 4 / 6
+    assert not accept(c, d, 0, 3, one) and accept(c, d, 0, 3, two)
+    assert two.text_rule.similarity(c, d) == overlap(c, d) == 0.8
+    assert one.text_rule.similarity(c, d) == 4 / 6
     # a long text cut to 70%: 5-gram overlap 0.7 < 0.8 whatever the trigrams say
     long_ = "".join(chr(0x4E00 + (i * 7) % 500) for i in range(400))
-    assert not two.accept(long_, long_[:280], 0, 3)
-    assert two.accept(long_, long_[:360], 0, 3)
-    assert (two.threshold(True), two.threshold(False)) == (0.8, 0.8)
-    assert (one.threshold(True), one.threshold(False)) == (V.SHORT_THRESHOLD, V.LONG_THRESHOLD)
+    assert not accept(long_, long_[:280], 0, 3, two)
+    assert accept(long_, long_[:360], 0, 3, two)
+    assert (two.text_rule.threshold(True), two.text_rule.threshold(False)) == (0.8, 0.8)
+    assert ((one.text_rule.threshold(True), one.text_rule.threshold(False))
+            == (V.SHORT_THRESHOLD, V.LONG_THRESHOLD))
     for bad in (0, 3, True, "2"):
         with pytest.raises(ValueError, match="rule version"):
             V.VerifyPolicy(rule=bad)  # type: ignore[arg-type]
@@ -348,7 +388,7 @@ def test_rule_2_is_the_labelling_rule() -> None:
 def test_accept_measures_by_the_rules_version(
     a: str, b: str, d: int, sig: bool, mode: str, rule: int
 ) -> None:
-    """accept() = the distance part and the version's similarity against its threshold."""
+    """accept = the distance part and the version's similarity against its threshold."""
     from simhash_pg.verify.overlap import overlap
 
     p = V.VerifyPolicy(mode, rule=rule)  # type: ignore[arg-type]
@@ -356,6 +396,6 @@ def test_accept_measures_by_the_rules_version(
     short = V.is_short(na) or V.is_short(nb)
     t = p.test(3, short)
     sim = V.similarity(na, nb) if rule == 1 else overlap(na, nb)
-    assert p.similarity(na, nb) == sim
+    assert p.text_rule.similarity(na, nb) == sim
     want = (d <= t.radius or (sig and t.signature)) and (t.threshold is None or sim >= t.threshold)
-    assert p.accept(na, nb, d, 3, signature_match=sig) == want
+    assert accept(na, nb, d, 3, p, signature_match=sig) == want

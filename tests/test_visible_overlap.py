@@ -14,9 +14,11 @@ from simhash_pg.text.normalize import normalize, normalize_visible
 from simhash_pg.text.signatures import sentence_signature
 from simhash_pg.text.simhash import Fingerprinter
 from simhash_pg.text.visible import HTML_ELEMENTS, strip_markup
-from simhash_pg.verify import alnum_only, shingles
+from simhash_pg.verify import TEXT_RULES, alnum_only, shingles
 from simhash_pg.verify.jaccard import verification_text
-from simhash_pg.verify.overlap import is_duplicate, ngram_for, overlap, overlap_many
+from simhash_pg.verify.overlap import overlap, overlap_many
+
+RULE_2 = TEXT_RULES[2]  # the labelling rule's overlap: what is_duplicate decides
 
 # ------------------------------------------------------------------ strip_markup
 
@@ -220,7 +222,7 @@ def test_overlap_many_equals_the_rule_pair_by_pair(qc: tuple[str, list[str]]) ->
     query, cands = qc
     got = overlap_many(query, cands)
     assert got == [overlap(query, c) for c in cands]
-    assert got == [1.0 if c == query and c else reference(query, c, ngram_for(query, c))
+    assert got == [1.0 if c == query and c else reference(query, c, RULE_2.ngram(query, c))
                    for c in cands]
 
 
@@ -236,12 +238,12 @@ def test_overlap_many_with_a_huge_alphabet_and_many_candidates() -> None:
 
 def test_ngram_and_threshold_follow_the_length() -> None:
     short, long_ = "x" * 49, "y" * 50
-    assert ngram_for(short, long_) == 2
-    assert ngram_for(long_, long_ + "z") == 5
+    assert RULE_2.ngram(short, long_) == 2
+    assert RULE_2.ngram(long_, long_ + "z") == 5
     base = "".join(chr(0x4E00 + (i * 7) % 500) for i in range(400))
     cut70 = base[:280]
-    assert not is_duplicate(base, cut70)  # 5-gram overlap 0.7
-    assert is_duplicate(base, base[:360])  # 0.9
+    assert not RULE_2.is_duplicate(base, cut70)  # 5-gram overlap 0.7
+    assert RULE_2.is_duplicate(base, base[:360])  # 0.9
     assert overlap("", "x") == 0.0
     assert overlap("abc", "abc") == 1.0
     assert len(shingles(base, 5)) == 396

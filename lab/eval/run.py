@@ -97,11 +97,9 @@ def build_report(
                 ),
             }
 
-    from simhash_pg.verify import overlap as O
-
     policy = V.VerifyPolicy(rule=V.RULE_VERSION)
-    measure, short_n, long_n = (("Jaccard", V.SHORT_NGRAM, V.LONG_NGRAM) if policy.rule == 1
-                                else ("overlap/max", O.SHORT_NGRAM, O.DOC_NGRAM))
+    text_rule = policy.text_rule
+    measure, short_n, long_n = text_rule.measure, text_rule.short_ngram, text_rule.long_ngram
     report: dict[str, Any] = {
         "eval_dir": str(eval_dir),
         "scheme": first.to_json(),
@@ -116,10 +114,10 @@ def build_report(
             "MEASURE": measure,
             "SHORT_NGRAM": short_n,
             "RULE": V.RULE_VERSION,
-            "SHORT_THRESHOLD": policy.threshold(True),
+            "SHORT_THRESHOLD": policy.text_rule.threshold(True),
             "LONG_K": V.LONG_K,
             "LONG_NGRAM": long_n,
-            "LONG_THRESHOLD": policy.threshold(False),
+            "LONG_THRESHOLD": policy.text_rule.threshold(False),
             "SENTENCES": DEFAULT_SENTENCES,
         },
         "peers": {
@@ -179,8 +177,8 @@ def build_report(
             verified = Q.sweep(
                 d,
                 ps.duplicate,
-                passes=res.similarity >= np.where(ps.short, policy.threshold(True),
-                                                  policy.threshold(False)),
+                passes=res.similarity >= np.where(ps.short, policy.text_rule.threshold(True),
+                                                  policy.text_rule.threshold(False)),
             )
             sweeps[name] = {
                 "auc": round(Q.auc_of(d, ps.duplicate, ps.lang, ps.kind), 4),
@@ -216,8 +214,8 @@ def _sentence_summary(res: Any, ks: list[int]) -> dict[str, Any]:
 
     ps = res.pairs
     sig = res.sentences
-    policy = V.VerifyPolicy(rule=V.RULE_VERSION)
-    ok = res.similarity >= np.where(ps.short, policy.threshold(True), policy.threshold(False))
+    rule = V.TEXT_RULES[V.RULE_VERSION]
+    ok = res.similarity >= np.where(ps.short, rule.threshold(True), rule.threshold(False))
     out: dict[str, Any] = {"alone": Q.counts(sig, ps.duplicate).to_dict()}
     variants = [(f"k={k}", res.distance <= k, sig) for k in sorted({*ks, 6, 8, 10, 12})]
     variants.append((f"k={V.LONG_K} verified", (res.distance <= V.LONG_K) & ok, sig & ok))

@@ -15,7 +15,7 @@ Everything is offline: fingerprints and margins come from
 candidate test is the index's (``b_i`` among the query's probe values of
 block ``i`` for some ``i``, Hamming <= cap, or equal sentence signatures),
 and verification is :func:`simhash_pg.verify.similarity` against
-:func:`~simhash_pg.verify.threshold_for`, as ``verify.accept`` does.
+rule 1's thresholds (``TEXT_RULES[1].threshold``), as ``VerifyPolicy.accept`` did.
 
 Every pair counts in both directions (``a`` queries for ``b``, ``b`` for
 ``a``): probe sets depend on the query's margins, so the two differ.
@@ -187,7 +187,8 @@ def directed_from(a: Sequence[str], b: Sequence[str], t: Texts, dup: BoolA,
     both = list(zip(ia.tolist(), ib.tolist(), strict=True))
     sig = np.array([t.sig[x] is not None and t.sig[x] == t.sig[y] for x, y in both], dtype=bool)
     sim = np.array([V.similarity(t.vtext[x], t.vtext[y]) for x, y in both])
-    thr = np.array([V.threshold_for(t.vtext[x], t.vtext[y]) for x, y in both])
+    thr = np.array([V.TEXT_RULES[1].threshold(V.is_short(t.vtext[x]) or V.is_short(t.vtext[y]))
+                    for x, y in both])
     ovl = np.array([overlap(t.vtext[x], t.vtext[y]) for x, y in both])
 
     def two(x: npt.NDArray[Any]) -> npt.NDArray[Any]:

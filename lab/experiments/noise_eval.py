@@ -86,7 +86,7 @@ def detect(d: Directed, t: Texts, cfg: Config, t_block: int, cap: int,
         cand = found(d, ranks[key], np.full((len(t.ids), 4), t_block), cap)
     else:
         cand = (d.dist <= V.LONG_K) | d.sig
-        # signatures count for long pairs only (verify.accept)
+        # signatures count for long pairs only (VerifyPolicy.accept)
         short = np.array([V.is_short(t.vtext[q]) or V.is_short(t.vtext[c])
                           for q, c in zip(d.q.tolist(), d.c.tolist(), strict=True)])
         cand = np.where(short, d.dist <= max(3, V.SHORT_K), cand)
@@ -96,11 +96,12 @@ def detect(d: Directed, t: Texts, cfg: Config, t_block: int, cap: int,
 
 def check_today(d: Directed, t: Texts, det: BoolA) -> None:
     """The offline model of today's default must be verify.accept itself."""
+    policy = V.policy_for("all")
     ref = np.array([
-        V.accept(t.vtext[q], t.vtext[c], int(dist), 3, "all", signature_match=bool(sig))
+        policy.accept(t.vtext[q], [(t.vtext[c], int(dist), bool(sig))], 3)[0]
         for q, c, dist, sig in zip(d.q.tolist(), d.c.tolist(), d.dist, d.sig, strict=True)
     ])
-    assert (ref == det).all(), f"{int((ref != det).sum())} pairs differ from verify.accept"
+    assert (ref == det).all(), f"{int((ref != det).sum())} pairs differ from VerifyPolicy.accept"
 
 
 def prf(det: BoolA, dup: BoolA) -> str:

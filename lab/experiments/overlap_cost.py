@@ -22,7 +22,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=400)
     args = ap.parse_args()
     eval_dir = Q.resolve_eval_dir(args.eval_dir)
-    measures = {r: VerifyPolicy("all", rule=r).similarity for r in (1, 2)}
+    measures = {r: VerifyPolicy("all", rule=r).text_rule.similarity for r in (1, 2)}
     for short in (False, True):
         ps = Q.load_pairs(eval_dir, short=short, sample=args.pairs, seed=3)
         pairs = [(ps.vtexts[a], ps.vtexts[b]) for a, b in zip(ps.a, ps.b, strict=True)]

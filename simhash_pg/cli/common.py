@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from simhash_pg.cli.options import SchemeSpec
     from simhash_pg.store import SimhashStore
 
-# Exit codes, documented in the README's CLI reference.
+# Exit codes, documented in docs/cli-guide.md ("Exit codes").
 EXIT_OK = 0
 EXIT_SKIPPED = 1  # done, but some records were skipped
 EXIT_USAGE = 2  # bad options, unreadable input, unreachable database

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import click
 
 from simhash_pg import labels
+from simhash_pg.bits import DEFAULT_K
 from simhash_pg.cli.common import fail, fresh_database
 from simhash_pg.cli.dedup import Summary, run_dedup
 from simhash_pg.cli.inputs import Record
@@ -121,19 +122,19 @@ def score(summary: Summary, rows: list[dict[str, object]],
           fingerprinter: Fingerprinter, policy: VerifyPolicy) -> Score:
     """The store's decisions against labels, as ``simhash-pg eval`` counts them.
 
-    A document is a true near-duplicate when its text reaches the rule's bar
-    (the labelling rule of the eval set) against an earlier one of its group;
-    a reported pair is right when its texts reach it. The sample's groups are
-    wider: they hold revisions and planted edits far below the bar.
+    A document is a true near-duplicate when its text reaches the bar of the
+    store's rule (``policy.text_rule``; rule 2 is the labelling rule of the
+    eval set) against an earlier one of its group; a reported pair is right
+    when its texts reach it. The sample's groups are wider: they hold
+    revisions and planted edits far below the bar.
     """
-    from simhash_pg.verify.jaccard import from_norm, is_short
+    from simhash_pg.verify.jaccard import from_norm
 
     vtext = {str(r["id"]): from_norm(fingerprinter.normalize(str(r["text"]))).text
              for r in rows}
 
     def near(a: str, b: str) -> bool:
-        x, y = vtext[a], vtext[b]
-        return policy.similarity(x, y) >= policy.threshold(is_short(x) or is_short(y))
+        return policy.text_rule.is_duplicate(vtext[a], vtext[b])
 
     reported = {str(rec.fields["id"]): str(orig.fields["id"])
                 for rec, _, orig in _resolved(summary)
@@ -167,9 +168,8 @@ class Score:
     labelled: int = 0  # documents that reach the bar against an earlier one of their group
     found: int = 0  # of them, reported as a duplicate
 
-    def lines(self, test: PairTest, policy: VerifyPolicy) -> list[str]:
-        bar = (f">= {labels.percent(test.threshold)}" if test.threshold is not None
-               else "the rule's bar")
+    def lines(self, policy: VerifyPolicy) -> list[str]:
+        bar = labels.bar(policy.text_rule)
         precision = self.right / self.reported if self.reported else 1.0
         recall = self.found / self.labelled if self.labelled else 1.0
         return [
@@ -226,7 +226,7 @@ def _demo_database_on(dsn: str) -> str:
 @dsn_option(f"Run on this server, in a database of its own ({DEMO_DB}, replaced on each "
             "run), instead of on the embedded server. The database --dsn names is not "
             "touched.", from_env=False)
-@k_option(default=3)
+@k_option(default=DEFAULT_K)
 @scheme_option("Fingerprint scheme (default: auto).")
 @click.option("--groups", type=click.IntRange(0, 20), default=3, show_default=True,
               help="How many duplicate pairs to show side by side.")
@@ -264,9 +264,9 @@ def command(dsn: str | None, k: int, scheme: SchemeSpec, groups: int) -> None:
     click.echo(f"  {summary.line()}")
     click.echo(f"  k = {k}, the radius of a fingerprint query; verify = {policy.mode}, rule "
                f"{policy.rule}: a text looks up fingerprints within radius {test.radius}"
-               + (f" and is a near-duplicate at >= {labels.percent(test.threshold)} shared"
+               + (f" and is a near-duplicate at {labels.bar(policy.text_rule)} shared"
                   if test.threshold is not None else ", decided by distance alone"))
-    for line in score(summary, rows, fingerprinter, policy).lines(test, policy):
+    for line in score(summary, rows, fingerprinter, policy).lines(policy):
         click.echo(line)
     click.echo()
     if groups:

@@ -22,7 +22,7 @@ def _bar(store: SimhashStore, norm: str) -> float:
     """The rule's bar for a text query (normalised): short or long."""
     from simhash_pg.verify.jaccard import from_norm, is_short
 
-    return store.policy.threshold(is_short(from_norm(norm).text))
+    return store.policy.text_rule.threshold(is_short(from_norm(norm).text))
 
 
 def k_for_text(store: SimhashStore, text: str, k: int) -> str:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
+from simhash_pg.bits import DEFAULT_K
 from simhash_pg.cli.inputs import FORMATS
 from simhash_pg.labels import K_HELP
 from simhash_pg.verify import VERIFY_MODES
@@ -83,7 +84,7 @@ def store_options(func: F) -> F:
         dsn_option(),
         scheme_option("Fingerprint scheme for a new store (auto, zh-tfidf, words, chars, "
                       "or a JSON dict). An existing store keeps its own."),
-        k_option(f"{K_HELP} Default: the store's, 3."),
+        k_option(f"{K_HELP} Default: the store's, {DEFAULT_K}."),
         verify_option(),
     )
     for option in reversed(options):

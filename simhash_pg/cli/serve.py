@@ -22,12 +22,13 @@ import os
 
 import click
 
+from simhash_pg.bits import DEFAULT_K
 from simhash_pg.cli.options import K_RANGE, dsn_option, verify_option
 from simhash_pg.labels import K_HELP
 from simhash_pg.serve.settings import LOOPBACK_HOSTS, TOKEN_ENV
 
 # One worker process per core: fingerprinting is CPU-bound under the GIL,
-# and the rest of a request waits on PostgreSQL (docs/cli.md).
+# and the rest of a request waits on PostgreSQL (docs/cli-guide.md).
 DEFAULT_WORKERS = 1
 
 
@@ -96,7 +97,7 @@ def _hosts(host: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
               show_default=True, help="Largest request body, in bytes (larger: 413).")
 @click.option("--pool-size", type=click.IntRange(1, 1000), default=16, show_default=True,
               help="Most PostgreSQL connections per worker.")
-@click.option("--k", type=K_RANGE, default=3, show_default=True,
+@click.option("--k", type=K_RANGE, default=DEFAULT_K, show_default=True,
               help=f"{K_HELP} A request may ask near with its own k.")
 @verify_option()
 @click.option("--on-duplicate", type=click.Choice(["skip", "link"]), default="skip",

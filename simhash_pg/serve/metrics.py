@@ -3,7 +3,7 @@
 Each app has its own registry (two apps in one process, as in the tests,
 never share counts). The figures are per process: with ``--workers N`` a
 scrape reaches one worker, so scrape each worker's own port or read the
-metrics as a sample (docs/cli.md says so).
+metrics as a sample (docs/cli-guide.md says so).
 """
 
 from __future__ import annotations

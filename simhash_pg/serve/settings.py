@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from simhash_pg.bits import DEFAULT_K
 from simhash_pg.store.checks import check_k, check_lock_timeout, check_on_duplicate, check_verify
 from simhash_pg.store.locking import DEFAULT_LOCK_TIMEOUT
 from simhash_pg.store.results import OnDuplicate
@@ -92,7 +93,7 @@ class Settings:
     pool_min: int = 2
     pool_max: int = 16
     pool_timeout: float = 10.0
-    k: int = 3
+    k: int = DEFAULT_K
     verify: VerifyMode | None = None
     on_duplicate: OnDuplicate = "skip"
     lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT

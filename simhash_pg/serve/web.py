@@ -162,7 +162,7 @@ def search(body: SearchIn, request: Request, store: Store) -> HTMLResponse:
 
 def _bar(store: SimhashStore, text: str) -> float:
     """The rule's bar for a text query: a short text's or a long one's."""
-    return store.policy.threshold(is_short(_normalise(store, text)))
+    return store.policy.text_rule.threshold(is_short(_normalise(store, text)))
 
 
 class CompareTextIn(BaseModel):

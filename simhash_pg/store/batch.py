@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from simhash_pg.bits import to_signed_list, to_unsigned
+from simhash_pg.bits import PIGEONHOLE_K, to_signed_list, to_unsigned
 from simhash_pg.store import locking, sql
 from simhash_pg.store.batch_index import BatchIndex, EarlierPairs, Hit
 from simhash_pg.store.checks import parse_item
@@ -205,10 +205,11 @@ def _decide(p: Prepared, valid: list[int], signed: dict[int, int], verifying: bo
     """Every valid document in input order, as sequential add() calls: results and new rows."""
     results: list[AddResult | None] = list(p.errors)
     batch_keys: dict[str, int] = {}  # key -> position of the row stored in this batch
-    index = BatchIndex(o.k, scan=verifying)
+    plain = o.policy.fingerprint_test(o.k)  # what decides a row without a verified text
+    index = BatchIndex(plain, scan=verifying)
     # fingerprints only, k <= 3: the batch's own pairs within k found up front
-    pairs = (EarlierPairs.of([p.items[i][0] for i in valid], o.k)
-             if o.dedup and not verifying and o.k <= 3 else None)
+    pairs = (EarlierPairs.of([p.items[i][0] for i in valid], plain)
+             if o.dedup and not verifying and plain.radius <= PIGEONHOLE_K else None)
     rows: list[tuple[Any, ...]] = []
     for t, i in enumerate(valid):
         fp, key, meta = p.items[i]

@@ -6,6 +6,12 @@ block), any radius by a NumPy scan over the batch's fingerprints, which is
 small. Verification (store/batch.py) reads each row's kept text and
 sentence signature from here too.
 
+Neither decides what a duplicate is: a fingerprint-only row is a duplicate
+by the policy's :meth:`~simhash_pg.verify.rule.VerifyPolicy.fingerprint_test`
+(``distance <= k``), which both take; a text is decided by the policy's
+``accept`` over the candidates :meth:`BatchIndex.within`,
+:meth:`BatchIndex.probed` and :meth:`BatchIndex.same_sentences` gather.
+
 :class:`EarlierPairs` serves the common case (k <= 3, fingerprints only)
 faster: NumPy finds every pair of the batch within k up front, by the same
 pigeonhole (a shared block), so the per-document loop only looks at the few
@@ -21,11 +27,13 @@ import numpy as np
 
 from simhash_pg.bits import (
     BLOCK_SHIFTS,
+    PIGEONHOLE_K,
     blocks_array,
     hamming_array,
     raw_blocks,
 )
 from simhash_pg.text.probes import probe_hits
+from simhash_pg.verify.pairtest import PairTest
 
 __all__ = ["BatchIndex", "EarlierPairs", "Hit"]
 
@@ -37,12 +45,23 @@ PAIR_LIMIT = 1_000_000
 Hit = tuple[int, int, str | None]
 
 
-class BatchIndex:
-    """The rows of one batch so far, by position; ``scan`` keeps the NumPy array."""
+def _radius(test: PairTest) -> int:
+    """The radius of a fingerprint test: the distance alone decides it."""
+    if test.threshold is not None or test.signature:
+        raise ValueError(f"a fingerprint-only test decides by distance alone, got {test}")
+    return test.radius
 
-    def __init__(self, k: int, *, scan: bool = False) -> None:
-        self.k = k
-        self.scan = scan or k > 3  # keep the NumPy array (any radius) rather than block dicts
+
+class BatchIndex:
+    """The rows of one batch so far, by position; ``scan`` keeps the NumPy array.
+
+    ``test``: the policy's test of a fingerprint-only pair (:meth:`nearest`).
+    """
+
+    def __init__(self, test: PairTest, *, scan: bool = False) -> None:
+        self.k = _radius(test)
+        # keep the NumPy array (any radius) rather than block dicts
+        self.scan = scan or self.k > PIGEONHOLE_K
         self.arr: Any = None  # uint64 fingerprints for the scan, grown by doubling
         self.fps: list[int] = []
         self.ids: list[int] = []
@@ -82,7 +101,7 @@ class BatchIndex:
             self.arr[pos] = fp
 
     def nearest(self, fp: int) -> Hit | None:
-        """The nearest row within k, ties by id, or None."""
+        """The nearest row within k (the fingerprint test's radius), ties by id, or None."""
         if not self.fps:
             return None
         if not self.scan:
@@ -148,7 +167,8 @@ class BatchIndex:
 
 
 class EarlierPairs:
-    """The rows within k (<= 3) of each batch position among earlier positions, by NumPy.
+    """The rows within k (<= PIGEONHOLE_K) of each batch position among earlier positions,
+    by NumPy; k is the radius of the policy's fingerprint test.
 
     ``nearest(t)``: the nearest row stored so far (``add``) among the earlier
     positions within k of position t, ties by id; what BatchIndex.nearest
@@ -160,10 +180,14 @@ class EarlierPairs:
         self.stored: dict[int, tuple[int, str | None]] = {}  # position -> (id, key)
 
     @classmethod
-    def of(cls, fps: Sequence[int], k: int, limit: int = PAIR_LIMIT) -> EarlierPairs | None:
-        """The pairs of unsigned ``fps`` within ``k``; None past ``limit`` candidate pairs."""
-        if k > 3:
-            raise ValueError("EarlierPairs needs k <= 3 (pigeonhole on whole blocks)")
+    def of(cls, fps: Sequence[int], test: PairTest,
+           limit: int = PAIR_LIMIT) -> EarlierPairs | None:
+        """The pairs of unsigned ``fps`` that meet the fingerprint ``test``; None past
+        ``limit`` candidate pairs."""
+        k = _radius(test)
+        if k > PIGEONHOLE_K:
+            raise ValueError(f"EarlierPairs needs k <= {PIGEONHOLE_K} "
+                             "(pigeonhole on whole blocks)")
         arr = np.asarray(fps, dtype=np.uint64)
         n = len(arr)
         firsts: list[Any] = []

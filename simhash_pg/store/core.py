@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from simhash_pg.bits import DEFAULT_K
 from simhash_pg.store import batch as _batch
 from simhash_pg.store import bulk, locking, opening, query, single, sql
 from simhash_pg.store.browse import Browse
@@ -138,7 +139,7 @@ class SimhashStore(Browse):
         *,
         engine: Any = None,
         scheme: Scheme | Mapping[str, Any] | str | None = None,
-        k: int = 3,
+        k: int = DEFAULT_K,
         on_duplicate: OnDuplicate = "skip",
         migrate: bool = True,
         connect_timeout: int = 10,
@@ -178,7 +179,7 @@ class SimhashStore(Browse):
         conn: psycopg.Connection[Any],
         handshake: opening.Opened,
         *,
-        k: int = 3,
+        k: int = DEFAULT_K,
         on_duplicate: OnDuplicate = "skip",
         lock_timeout: float | None = locking.DEFAULT_LOCK_TIMEOUT,
         verify: VerifyMode | None = None,

@@ -124,5 +124,6 @@ def shares(store: SimhashStore, pairs: Sequence[tuple[int | str, int]]) -> list[
         a = (texts.get(q) if isinstance(q, int)
              else from_norm(store.fingerprinter.normalize(q)).text)
         b = texts.get(i)
-        out.append(store.policy.similarity(a, b) if a is not None and b is not None else None)
+        rule = store.policy.text_rule
+        out.append(rule.similarity(a, b) if a is not None and b is not None else None)
     return out

@@ -73,7 +73,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import psycopg
 
-from simhash_pg.bits import blocks_array
+from simhash_pg.bits import PIGEONHOLE_K, blocks_array
 
 if TYPE_CHECKING:
     from simhash_pg.verify.jaccard import VText
@@ -242,7 +242,7 @@ def lock_batch(
     sig_keys: list[int] = []
     exclusive = ["exclusive", None, None, None, None]
     if dedup and (len(fps) or len(probes)):
-        if k > 3 or not pigeonhole:
+        if k > PIGEONHOLE_K or not pigeonhole:
             conn.execute(_LOCK, exclusive, prepare=True)
             return "store"
         key1, key2 = probe_lock_keys(fps, probes) if len(probes) else batch_lock_keys(fps)

@@ -34,6 +34,7 @@ from simhash_pg.store.results import (
 )
 from simhash_pg.store.retention import DAYS_AHEAD, PARTITION_INTERVALS, PartitionInterval
 from simhash_pg.verify import (
+    DEFAULT_VERIFY,
     PROBE_CAP,
     PROBE_PAIRS,
     PROBE_T,
@@ -49,13 +50,6 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_VERIFY", "PARTITION_INTERVALS", "SCHEMA_HEAD", "Opened",
            "PartitionInterval", "configure_session", "open_database", "ping", "where"]
 
-# A new store verifies every text: measured on ../shared/eval through the
-# store, "all" is the only mode that meets the long-text targets (P 1.000,
-# R 0.982 against R 0.395 at k = 3 unverified; docs/quality.md). A long text
-# query (a title too) probes 11 margin-ranked values per block with a cap of
-# 13 plus its sentence signature and sentence hashes (48 look-ups), and its
-# add takes only shared and per-value locks (store/locking.py).
-DEFAULT_VERIFY: VerifyMode = "all"
 # The schema revision this simhash-pg needs.
 SCHEMA_HEAD = migrate.HEAD
 

@@ -22,7 +22,8 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 from simhash_pg.text.probes import Probes
 from simhash_pg.text.simhash import TextPrint
 from simhash_pg.verify.jaccard import VText
-from simhash_pg.verify.rule import StoredText, VerifyMode, VerifyPolicy, policy_for
+from simhash_pg.verify.modes import VerifyMode
+from simhash_pg.verify.rule import StoredText, VerifyPolicy, policy_for
 
 __all__ = ["Candidate", "TextAnalyser", "filter_candidates", "text_and_vtext", "texts_and_vtexts"]
 
@@ -94,7 +95,7 @@ def filter_candidates(
     query_norm: str,
     candidates: Iterable[Candidate],
     k: int,
-    policy: VerifyPolicy | VerifyMode = "short",
+    policy: VerifyPolicy | VerifyMode,
     *,
     probed: bool = False,
 ) -> list[Candidate]:
@@ -104,7 +105,7 @@ def filter_candidates(
     For ``add(dedup=True)``: the first one, if any, is the document it duplicates.
     """
     cands = list(candidates)
-    verdicts = policy_for(policy).accept_many(
+    verdicts = policy_for(policy).accept(
         query_norm, [(c.text, c.distance, c.signature_match) for c in cands], k, probed=probed)
     kept = [c for c, ok in zip(cands, verdicts, strict=True) if ok]
     kept.sort(key=lambda c: (c.distance, c.id))

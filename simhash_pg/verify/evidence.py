@@ -47,7 +47,6 @@ from simhash_pg.text.signatures import (
     sentences_meet,
     title_keys,
 )
-from simhash_pg.verify import jaccard, overlap
 from simhash_pg.verify.candidates import TextAnalyser, text_and_vtext
 from simhash_pg.verify.jaccard import TITLE_KEY_TEXT_CHARS, VText
 from simhash_pg.verify.rule import StoredText, VerifyPolicy
@@ -231,10 +230,10 @@ def explain_pair(
     test = policy.pair_test(vt.text, row.text, k, probed)
     similarity = ngram = None
     if isinstance(row.text, str):
-        similarity = policy.similarity(vt.text, row.text)
-        ngram = (jaccard.ngram_for if policy.rule == 1 else overlap.ngram_for)(vt.text, row.text)
-    accepted = policy.accept(vt.text, row.text, distance, k, signature_match=signature_match,
-                             probed=probed)
+        similarity = policy.text_rule.similarity(vt.text, row.text)
+        ngram = policy.text_rule.ngram(vt.text, row.text)
+    (accepted,) = policy.accept(vt.text, [(row.text, distance, signature_match)], k,
+                                probed=probed)
     verdict: Verdict = ("not found" if not found_by
                         else "duplicate" if accepted else "not a duplicate")
     return Evidence(**base, text_query=True, lookup="probes" if probed else "radius",

@@ -38,7 +38,6 @@ __all__ = [
     "from_norm",
     "from_norm_sig",
     "is_short",
-    "ngram_for",
     "sentence_keys",
     "shingles",
     "similarity",
@@ -76,7 +75,7 @@ def is_short(norm: str) -> bool:
     return len(norm) < SHORT_TEXT_CHARS
 
 
-def ngram_for(a_norm: str, b_norm: str) -> int:
+def _ngram_for(a_norm: str, b_norm: str) -> int:
     """Shingle size for a pair: bigrams when either side is short, else trigrams."""
     return SHORT_NGRAM if is_short(a_norm) or is_short(b_norm) else LONG_NGRAM
 
@@ -145,14 +144,14 @@ def _common(ga: npt.NDArray[np.int64], gb: npt.NDArray[np.int64]) -> int:
 
 
 def similarity(a_norm: str, b_norm: str, n: int | None = None) -> float:
-    """Jaccard index of the character ``n``-gram sets (n from :func:`ngram_for`).
+    """Jaccard index of the character ``n``-gram sets (n from :func:`_ngram_for`).
 
     1.0 for equal texts (two empty texts included), 0.0 when only one is empty.
     Symmetric, in [0, 1].
     """
     if a_norm == b_norm:
         return 1.0
-    size = ngram_for(a_norm, b_norm) if n is None else n
+    size = _ngram_for(a_norm, b_norm) if n is None else n
     if not a_norm or not b_norm:
         return 0.0
     if size <= 3 and len(a_norm) >= size and len(b_norm) >= size:

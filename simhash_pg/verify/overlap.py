@@ -31,8 +31,6 @@ __all__ = [
     "DOC_NGRAM",
     "OVERLAP_THRESHOLD",
     "SHORT_NGRAM",
-    "is_duplicate",
-    "ngram_for",
     "overlap",
     "overlap_many",
 ]
@@ -42,7 +40,7 @@ DOC_NGRAM = 5
 SHORT_NGRAM = 2
 
 
-def ngram_for(a_norm: str, b_norm: str) -> int:
+def _ngram_for(a_norm: str, b_norm: str) -> int:
     """Bigrams when either verification text is short, else 5-grams."""
     return SHORT_NGRAM if is_short(a_norm) or is_short(b_norm) else DOC_NGRAM
 
@@ -57,7 +55,7 @@ def overlap(a_norm: str, b_norm: str, n: int | None = None) -> float:
         return 0.0
     if a_norm == b_norm:
         return 1.0
-    size = ngram_for(a_norm, b_norm) if n is None else n
+    size = _ngram_for(a_norm, b_norm) if n is None else n
     if size < 1:
         raise ValueError("n must be >= 1")
     values = (None if min(len(a_norm), len(b_norm)) < max(_SMALL, size)
@@ -87,7 +85,7 @@ def overlap_many(query_norm: str, candidates: Sequence[str]) -> list[float]:
     joint: list[int] = []
     for j, c in enumerate(candidates):
         if (len(query_norm) >= _SMALL and len(c) >= _SMALL and c != query_norm
-                and ngram_for(query_norm, c) == DOC_NGRAM):
+                and _ngram_for(query_norm, c) == DOC_NGRAM):
             joint.append(j)
         else:
             out[j] = overlap(query_norm, c)
@@ -153,7 +151,3 @@ def _joint_overlaps(q: str, cands: list[str], n: int) -> list[float] | None:
     out: list[float] = (shared[1:] / np.maximum(sizes[1:], sizes[0])).tolist()
     return out
 
-
-def is_duplicate(a_norm: str, b_norm: str) -> bool:
-    """Whether two verification texts are near-duplicates by the labelling rule."""
-    return overlap(a_norm, b_norm) >= OVERLAP_THRESHOLD
