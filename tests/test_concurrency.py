@@ -18,8 +18,10 @@ import numpy as np
 import psycopg
 import pytest
 
+from lab.bench.hooks import store_with
 from simhash_pg.bits import to_unsigned
 from simhash_pg.store import AddResult, Doc, SimhashStore
+from simhash_pg.store.options import WriterHooks
 
 PROCESSES = 8
 ADDS = 2000  # per process
@@ -192,11 +194,13 @@ def test_stream_bench_measures_locks_on_and_off(pg_dsn: str) -> None:
     from simhash_pg.store.locking import lock_batch
 
     # the bench's explicit store options, instead of patched module globals
-    with SimhashStore(pg_dsn, _add_function="simhash_add_unlocked") as free, \
-            pytest.raises(psycopg.errors.UndefinedFunction):
-        free.add(1)  # the option is honoured: no such function yet
-    with pytest.raises(ValueError, match="add function"):
-        SimhashStore(pg_dsn, _add_function="drop_everything")  # type: ignore[arg-type]
+    unlocked = store_with(add_function="simhash_add_unlocked")
+    with unlocked(pg_dsn) as free, pytest.raises(psycopg.errors.UndefinedFunction):
+        free.add(1)  # the hook is honoured: no such function yet
+    with pytest.raises(ValueError, match="add_function must be one of"):
+        store_with(add_function="drop_everything")  # type: ignore[arg-type]
+    with SimhashStore(pg_dsn) as plain:
+        assert plain.writer_hooks == WriterHooks()  # the subclass changed no one else's
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         with conn.transaction():
             assert lock_batch(conn, [1], 3) == "pigeonhole"
@@ -207,7 +211,7 @@ def test_stream_bench_measures_locks_on_and_off(pg_dsn: str) -> None:
             "SELECT prosrc FROM pg_proc WHERE proname = 'simhash_add_unlocked'"
         ).fetchone()
         assert src is not None and "simhash_writer_lock" not in src[0]
-    with SimhashStore(pg_dsn, _add_function="simhash_add_unlocked") as free:
+    with unlocked(pg_dsn) as free:
         assert free.add(1).inserted and not free.add(1).inserted  # still dedups, unlocked
     for path in ("add", "add_many", "add_many S"):
         figures = bench.measure(pg_dsn, path, 2, 1.0, 50, 0.1, 1)
@@ -382,7 +386,7 @@ def _text_worker(args: tuple[str, int, bool, Any, bool, bool]) -> int:
     families = make_titles() if titles else make_texts()
     rnd = random.Random(2000 + index)
     n = 0
-    with SimhashStore(dsn, _probe_locks=probe_locks) as store:
+    with store_with(probe_locks=probe_locks)(dsn) as store:
         assert store.verify == "all"
         for f, family in enumerate(families):
             # every process at the same family at once, each in its own order

@@ -380,6 +380,7 @@ def test_another_router_gets_a_store_per_request(pg_dsn: str) -> None:
 
 def test_a_store_over_a_borrowed_connection(pg_dsn: str) -> None:
     from simhash_pg.store import opening
+    from simhash_pg.store.options import StoreOptions
 
     with SimhashStore(pg_dsn, k=3) as own:
         own.add(TEXT, key="a")
@@ -387,7 +388,7 @@ def test_a_store_over_a_borrowed_connection(pg_dsn: str) -> None:
                                           do_migrate=False, connect_timeout=10,
                                           lock_timeout=1.0, partitions=False)
         conn = handshake.conn
-        borrowed = SimhashStore.over_connection(conn, handshake, k=5)
+        borrowed = SimhashStore.over_connection(conn, handshake, StoreOptions(k=5))
         assert borrowed.k == 5 and borrowed.verify == own.verify
         assert borrowed.scheme.to_json() == own.scheme.to_json()
         assert borrowed.near(TEXT) == own.near(TEXT)
@@ -395,7 +396,7 @@ def test_a_store_over_a_borrowed_connection(pg_dsn: str) -> None:
         assert not conn.closed  # its owner closes it
         conn.close()
         with pytest.raises(ValueError, match="k must be between"):
-            SimhashStore.over_connection(conn, handshake, k=65)
+            StoreOptions(k=65)  # checked where it is built, once
 
 
 def test_near_explains_its_matches_when_asked(client: TestClient) -> None:

@@ -22,9 +22,9 @@ comparison, off, so both modes run under the same load, cache and table. A
 client holds two stores (connections), one per mode, set up by explicit
 options: without locks ``add`` calls a copy of ``simhash_add`` minus its
 lock statement, made in the benchmark database only
-(``SimhashStore(_add_function="simhash_add_unlocked")``), and ``add_many``
+(``store_with(add_function="simhash_add_unlocked")``, lab/bench/hooks.py), and ``add_many``
 runs with ``lock_batches=False``; ``add_many S`` opens the locked store
-with ``_pigeonhole_batches=False``.
+with ``pigeonhole_batches=False``.
 Without the locks, concurrent near-duplicates can both be stored: never run
 a store like that, it is here to price the locks.
 
@@ -44,6 +44,7 @@ import click
 import numpy as np
 
 from lab.bench._scratch import scratch_dsn, scratch_options
+from lab.bench.hooks import store_with
 from lab.bench.timing import pct, run_clients
 
 # Fingerprints already stored, for the stream's near-duplicates: set before
@@ -84,8 +85,6 @@ def stream(seed: int, count: int, dup_rate: float) -> list[int]:
 
 def _client(args: tuple[str, str, int, float, int, float, Any, Any]) -> None:
     dsn, path, seed, seconds, batch, dup_rate, barrier, out = args
-    from simhash_pg.store import SimhashStore
-
     asynchronous = path == "add async"
     # Two stores, two connections of one client: with the writers' locks
     # (for "add_many S" the store-wide one instead of the pigeonhole locks),
@@ -98,8 +97,9 @@ def _client(args: tuple[str, str, int, float, int, float, Any, Any]) -> None:
     done = {True: 0, False: 0}
     dups = {True: 0, False: 0}
     lat: dict[bool, list[float]] = {True: [], False: []}
-    with SimhashStore(dsn, _pigeonhole_batches=pigeonhole) as locked, \
-            SimhashStore(dsn, lock_batches=False, _add_function="simhash_add_unlocked") as free:
+    locked_store = store_with(pigeonhole_batches=pigeonhole)
+    free_store = store_with(add_function="simhash_add_unlocked")
+    with locked_store(dsn) as locked, free_store(dsn, lock_batches=False) as free:
         stores = {True: locked, False: free}
         if asynchronous:
             for store in stores.values():

@@ -81,11 +81,7 @@ class ServeState:
         return state
 
     def store(self, conn: psycopg.Connection[Any]) -> SimhashStore:
-        s = self.settings
-        return SimhashStore.over_connection(
-            conn, self.handshake, k=s.k, on_duplicate=s.on_duplicate,
-            lock_timeout=s.lock_timeout, verify=s.verify,
-        )
+        return SimhashStore.over_connection(conn, self.handshake, self.settings.store_options)
 
     async def run(self, work: Callable[[SimhashStore], T]) -> T:
         """``work(store)`` in a worker thread over a pooled connection: one thread hop."""

@@ -7,11 +7,12 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from simhash_pg.bits import DEFAULT_K
-from simhash_pg.store.checks import check_k, check_lock_timeout, check_on_duplicate, check_verify
 from simhash_pg.store.locking import DEFAULT_LOCK_TIMEOUT
+from simhash_pg.store.options import StoreOptions
 from simhash_pg.store.results import OnDuplicate
 from simhash_pg.verify import VerifyMode
 
@@ -105,10 +106,7 @@ class Settings:
         object.__setattr__(self, "allowed_hosts", tuple(self.allowed_hosts))  # JSON gives a list
         if not self.allowed_hosts:
             raise ValueError("allowed_hosts must name at least one host")
-        check_k(self.k)
-        check_verify(self.verify)
-        check_on_duplicate(self.on_duplicate)
-        check_lock_timeout(self.lock_timeout)
+        _ = self.store_options  # checks k, verify, on_duplicate and lock_timeout
         check_token(self.token)
         if self.token_for_reads and self.token is None:
             raise ValueError("token_for_reads needs a token")
@@ -117,6 +115,12 @@ class Settings:
                 raise ValueError(f"{name} must be >= 1")
         if self.pool_min > self.pool_max:
             raise ValueError("pool_min must be <= pool_max")
+
+    @cached_property
+    def store_options(self) -> StoreOptions:
+        """The store's options, checked once: every request's store takes them."""
+        return StoreOptions(k=self.k, verify=self.verify, on_duplicate=self.on_duplicate,
+                            lock_timeout=self.lock_timeout)
 
     def to_env(self) -> dict[str, str]:
         """Environment variables that hand these settings to a worker process."""

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Generator, Iterable, Mapping
 from datetime import datetime, timedelta
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import psycopg
 
@@ -46,13 +46,10 @@ from simhash_pg.store.checks import (
     check_k,
     check_key,
     check_limit,
-    check_lock_timeout,
     check_meta,
     check_on_duplicate,
-    check_partition_interval,
-    check_retention,
-    check_verify,
 )
+from simhash_pg.store.options import StoreOptions, WriterHooks
 from simhash_pg.store.results import (
     AddManyResult,
     AddResult,
@@ -121,13 +118,14 @@ class SimhashStore(Browse):
         owner only) for the partitions made from then on.
     verify:
         How text queries are re-checked (:mod:`simhash_pg.verify`):
-        ``"off"`` (Hamming distance <= k only), ``"short"`` (texts under 50
-        characters are matched within k = 11 and must reach a bigram Jaccard of
-        0.72; the store keeps the verification text of documents under 100
-        characters) or ``"all"`` (also long texts: within k = 11 or an equal
-        sentence signature, and a trigram Jaccard of 0.78; the store keeps
-        every document's verification text and signature). None: the mode the
-        database was created with (``"all"`` for a new one). Writers keep
+        ``"off"`` (Hamming distance <= k only), ``"short"`` (short texts
+        are re-checked by the store's text rule; the store keeps the
+        verification text of short documents only) or ``"all"`` (every text
+        is re-checked; the store keeps every document's verification text and
+        sentence signature). The rule's radius, n-grams and bars belong to the
+        store's rule version (simhash_pg/verify/versions.py; the figures
+        behind them in docs/quality.md). None: the mode the database was
+        created with (``"all"`` for a new one). Writers keep
         the texts of the stronger of this and the database's mode, so a
         reader that asks for less never starves one that asks for more.
         Fingerprint (int) queries are never verified.
@@ -148,28 +146,16 @@ class SimhashStore(Browse):
         retention: timedelta | None = None,
         partition_interval: PartitionInterval | None = None,
         verify: VerifyMode | None = None,
-        _add_function: sql.AddFunction = "simhash_add",
-        _pigeonhole_batches: bool = True,
-        _probe_locks: bool = True,
     ) -> None:
-        """Open the store (see the class docstring for the parameters).
-
-        Two private options exist only for lab/bench/stream.py, which prices
-        the writers' locks: ``_add_function="simhash_add_unlocked"`` makes
-        :meth:`add` call the benchmark's lock-free copy of ``simhash_add``
-        (which only that benchmark creates), ``_pigeonhole_batches=False``
-        makes every locked batch take the store-wide lock,
-        ``_probe_locks=False`` locks probed texts by their own blocks only
-        (the load test's proof that the probe locks matter: it stores
-        duplicates).
-        """
-        self._configure(k, on_duplicate, lock_timeout, verify, retention, lock_batches,
-                        _add_function, _pigeonhole_batches, _probe_locks)
+        """Open the store (see the class docstring for the parameters)."""
+        self._configure(StoreOptions(
+            k=k, on_duplicate=on_duplicate, lock_batches=lock_batches,
+            lock_timeout=lock_timeout, retention=retention,
+            partition_interval=partition_interval, verify=verify))
         opened = opening.open_database(
             dsn, engine, scheme=scheme, verify=verify, do_migrate=migrate,
             connect_timeout=connect_timeout, lock_timeout=lock_timeout,
-            partitions=retention is not None,
-            partition_interval=check_partition_interval(partition_interval),
+            partitions=retention is not None, partition_interval=partition_interval,
         )
         self._attach(opened, verify, owns_conn=True)
 
@@ -178,45 +164,40 @@ class SimhashStore(Browse):
         cls,
         conn: psycopg.Connection[Any],
         handshake: opening.Opened,
-        *,
-        k: int = DEFAULT_K,
-        on_duplicate: OnDuplicate = "skip",
-        lock_timeout: float | None = locking.DEFAULT_LOCK_TIMEOUT,
-        verify: VerifyMode | None = None,
+        options: StoreOptions | None = None,
     ) -> SimhashStore:
         """A store over a connection it does not own, e.g. one borrowed from a pool.
 
         ``handshake`` is what :func:`opening.open_database` found on another
         connection to the same database (the schema checked, the scheme and
-        verify mode read), so building this store costs no round trip. The
+        verify mode read), and ``options`` were checked when they were built
+        (their retention and partition interval are not used here), so
+        building this store costs no round trip and no check. The
         connection must be in autocommit mode with the session's lock timeout
         set (:func:`opening.configure_session`); :meth:`close` leaves it open
         for its owner. For servers: one handshake per process, one store per
         request.
         """
         store = cls.__new__(cls)
-        store._configure(k, on_duplicate, lock_timeout, verify, None, True,
-                         "simhash_add", True, True)
-        store._attach(handshake._replace(conn=conn), verify, owns_conn=False)
+        store._configure(options or StoreOptions())
+        store._attach(handshake._replace(conn=conn), store.options.verify, owns_conn=False)
         return store
 
-    def _configure(
-        self, k: int, on_duplicate: OnDuplicate, lock_timeout: float | None,
-        verify: VerifyMode | None, retention: timedelta | None, lock_batches: bool,
-        add_function: sql.AddFunction, pigeonhole_batches: bool, probe_locks: bool,
-    ) -> None:
-        """The options, checked: everything but the database."""
-        self.k = check_k(k)
-        self.lock_timeout = check_lock_timeout(lock_timeout)
-        check_verify(verify)
-        self.retention = check_retention(retention)
-        self.on_duplicate: OnDuplicate = check_on_duplicate(on_duplicate)
+    # Parts of the write path a measurement may switch off: lab/bench/hooks.py
+    # makes a subclass with other ones (users never do).
+    writer_hooks: ClassVar[WriterHooks] = WriterHooks()
+
+    def _configure(self, options: StoreOptions) -> None:
+        """The options, already checked: everything but the database."""
+        self.options = options
+        self.k = options.k
+        self.lock_timeout = options.lock_timeout
+        self.retention = options.retention
+        self.on_duplicate: OnDuplicate = options.on_duplicate
         # add_many(dedup=True) batches lock out the writers they could race
         # with (store/locking.py); off only to measure what that costs.
-        self.lock_batches = lock_batches
-        self._add_sql = sql.add_statement(add_function)
-        self._pigeonhole_batches = pigeonhole_batches
-        self._probe_locks = probe_locks
+        self.lock_batches = options.lock_batches
+        self._add_sql = sql.add_statement(self.writer_hooks.add_function)
 
     def _attach(self, opened: opening.Opened, verify: VerifyMode | None, *,
                 owns_conn: bool) -> None:
@@ -313,8 +294,9 @@ class SimhashStore(Browse):
         on_dup = check_on_duplicate(on_duplicate or self.on_duplicate)
         fp, vt = self._text(doc) if isinstance(doc, str) else (self.fingerprint(doc), None)
         if vt is not None:
-            return single.add_verified(self._conn, fp, vt, key, meta_d, kk, on_dup, dedup,
-                                       self.policy, self.lock_timeout, self._probe_locks)
+            return single.add_verified(
+                self._conn, fp, vt, key, meta_d, kk, on_dup, dedup,
+                self.policy, self.lock_timeout, self.writer_hooks.probe_locks)
         return single.add_plain(self._conn, self._add_sql, fp, key, meta_d, kk,
                                 on_dup if dedup else "insert", self.lock_timeout)
 
@@ -452,8 +434,8 @@ class SimhashStore(Browse):
         """
         options = _batch.BatchOptions(
             self.policy, dedup, self._k(k), check_on_duplicate(on_duplicate or self.on_duplicate),
-            lock=self.lock_batches, pigeonhole=self._pigeonhole_batches,
-            lock_timeout=self.lock_timeout, probe_locks=self._probe_locks,
+            lock=self.lock_batches, pigeonhole=self.writer_hooks.pigeonhole_batches,
+            lock_timeout=self.lock_timeout, probe_locks=self.writer_hooks.probe_locks,
         )
         batch_size = check_batch_size(batch_size)
         total = AddManyResult()
