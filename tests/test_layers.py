@@ -2,7 +2,9 @@
 
 - SQL is sent from :mod:`simhash_pg.store` and :mod:`simhash_pg.db` only;
 - the modules of ``simhash_pg`` import one another without a cycle;
-- no module reaches into another's private names.
+- no module reaches into another's private names;
+- the parameters at the seams (connection, engine, store, ...) are not ``Any``;
+- no module is past 500 lines.
 
 ``lab/`` is not part of the package (it stays out of the wheel) and is not
 read. ``simhash_pg/sqlalchemy.py`` needs no exemption: it builds SQLAlchemy
@@ -213,3 +215,37 @@ def test_no_module_reaches_into_another_modules_private_names() -> None:
     # what the store's text preparation did before Fingerprinter.analyse
     sample = ast.parse("def f(fingerprinter):\n    return fingerprinter._vote('x')\n")
     assert private_reach_ins("simhash_pg.verify.candidates", sample) == ["2: reads ._vote"]
+
+
+# The parameters at the layers' seams: a connection, an engine, a store, a
+# fingerprinter, a policy. Each has a real type (psycopg.Connection[...],
+# sqlalchemy's Engine, the classes or a Protocol); ``Any`` there would let a
+# wrong object through to the first SQL statement.
+_SEAMS = {"conn", "connection", "engine", "store", "fingerprinter", "policy", "analyser"}
+
+
+def untyped_seams(tree: ast.Module) -> list[str]:
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+                if (arg.arg in _SEAMS and arg.annotation is not None
+                        and ast.unparse(arg.annotation) == "Any"):
+                    out.append(f"{node.lineno}: {node.name}({arg.arg}: Any)")
+    return out
+
+
+def test_the_seams_are_typed() -> None:
+    found = [f"{MODULES[name].relative_to(PACKAGE.parent)}:{hit}"
+             for name, tree in TREES.items() for hit in untyped_seams(tree)]
+    assert found == [], "\n".join(found)
+    sample = ast.parse("def f(conn: Any, n: Any) -> None: ...\n")
+    assert untyped_seams(sample) == ["1: f(conn: Any)"]
+
+
+def test_no_runtime_module_is_past_500_lines() -> None:
+    # one job per file: a module past ~500 lines is asking to be split
+    long = {f"{path.relative_to(PACKAGE.parent)}": n for path in MODULES.values()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500}
+    assert long == {}

@@ -9,7 +9,10 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 __all__ = [
     "HEAD",
@@ -58,7 +61,7 @@ def libpq_dsn(url: str) -> str:
     return url
 
 
-def _config(stdout: Any = None) -> Any:
+def _config(stdout: TextIO | None = None) -> Config:
     from alembic.config import Config
 
     from simhash_pg.db.resources import migrations_dir

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from simhash_pg.bits import (
     BLOCK_SHIFTS,
@@ -62,7 +63,8 @@ class BatchIndex:
         self.k = _radius(test)
         # keep the NumPy array (any radius) rather than block dicts
         self.scan = scan or self.k > PIGEONHOLE_K
-        self.arr: Any = None  # uint64 fingerprints for the scan, grown by doubling
+        # the fingerprints for the scan, grown by doubling
+        self.arr: npt.NDArray[np.uint64] | None = None
         self.fps: list[int] = []
         self.ids: list[int] = []
         self.keys: list[str | None] = []
@@ -114,13 +116,13 @@ class BatchIndex:
                 if d <= self.k and (best is None or (d, self.ids[pos]) < best[:2]):
                     best = (d, self.ids[pos], self.keys[pos])
             return best
-        d = self._distances(fp)
-        ok = np.nonzero(d <= self.k)[0]
+        dist = self._distances(fp)
+        ok = np.nonzero(dist <= self.k)[0]
         if len(ok) == 0:
             return None
         # nearest, ties by id (ids grow with position)
-        pos = int(ok[np.argmin(d[ok])])
-        return (int(d[pos]), self.ids[pos], self.keys[pos])
+        pos = int(ok[np.argmin(dist[ok])])
+        return (int(dist[pos]), self.ids[pos], self.keys[pos])
 
     def within(self, fp: int, radius: int) -> list[tuple[int, int]]:
         """(position, distance) of every row within ``radius`` (needs ``scan``)."""
@@ -141,6 +143,7 @@ class BatchIndex:
         if not self.fps:
             return []
         d = self._distances(fp)
+        assert self.arr is not None
         hit = probe_hits(fp, probes, blocks_array(self.arr[: len(self.fps)]), pairs=pairs)
         ok = np.nonzero(hit & (d <= cap))[0]
         return [(int(p), int(d[p])) for p in ok]
@@ -159,10 +162,12 @@ class BatchIndex:
             found.update(dict.fromkeys(self.by_hash.get(h, ())))
         return [(pos, (self.fps[pos] ^ fp).bit_count()) for pos in sorted(found)]
 
-    def _distances(self, fp: int) -> Any:
+    def _distances(self, fp: int) -> npt.NDArray[np.int64]:
+        assert self.arr is not None  # a scanning index keeps its array from the first row
         x = self.arr[: len(self.fps)] ^ np.uint64(fp)
         if hasattr(np, "bitwise_count"):
-            return np.bitwise_count(x).astype(np.int64)
+            counted: npt.NDArray[np.int64] = np.bitwise_count(x).astype(np.int64)
+            return counted
         return np.array([int(v).bit_count() for v in x.tolist()], dtype=np.int64)  # NumPy < 2
 
 

@@ -64,6 +64,8 @@ from simhash_pg.verify import VerifyMode, VerifyPolicy, VText
 from simhash_pg.verify.candidates import text_and_vtext
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
     from simhash_pg.store.retention import PurgeResult
     from simhash_pg.text.schemes import Scheme
     from simhash_pg.text.simhash import Fingerprinter
@@ -135,7 +137,7 @@ class SimhashStore(Browse):
         self,
         dsn: str | None = None,
         *,
-        engine: Any = None,
+        engine: Engine | None = None,
         scheme: Scheme | Mapping[str, Any] | str | None = None,
         k: int = DEFAULT_K,
         on_duplicate: OnDuplicate = "skip",

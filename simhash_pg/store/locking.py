@@ -163,7 +163,7 @@ class LockTimeoutError(psycopg.errors.LockNotAvailable, TimeoutError):
 _budgets: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
-def _budget(conn: Any) -> int:
+def _budget(conn: psycopg.Connection[Any]) -> int:
     budget = _budgets.get(conn)
     if budget is None:
         row = conn.execute(_BUDGET).fetchone()
@@ -220,7 +220,8 @@ def sentence_lock_values(vt: VText) -> list[int]:
 
 
 def lock_batch(
-    conn: Any, fps: Sequence[int], k: int, keys: Iterable[str] = (), *, dedup: bool = True,
+    conn: psycopg.Connection[Any], fps: Sequence[int], k: int, keys: Iterable[str] = (), *,
+    dedup: bool = True,
     pigeonhole: bool = True, probes: Sequence[Sequence[Sequence[int]]] = (),
     sigs: Iterable[int] = (),
 ) -> str:
@@ -260,7 +261,8 @@ def lock_batch(
 
 
 def retrying(
-    conn: Any, attempt: Callable[[], _T], *, lock_timeout: float | None, retry: bool = True
+    conn: psycopg.Connection[Any], attempt: Callable[[], _T], *, lock_timeout: float | None,
+    retry: bool = True,
 ) -> _T:
     """``attempt()`` (one transaction on ``conn``), rerun with backoff after a race it lost.
 
@@ -283,7 +285,8 @@ def retrying(
         time.sleep(backoff(lock_waits + races))
 
 
-def lock_timeout_error(conn: Any, waits: int, lock_timeout: float | None) -> LockTimeoutError:
+def lock_timeout_error(conn: psycopg.Connection[Any], waits: int,
+                       lock_timeout: float | None) -> LockTimeoutError:
     """The error after ``waits`` timed-out waits, naming who holds the locks if it can."""
     idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     who = holders(conn) if idle else ""
@@ -301,7 +304,7 @@ def backoff(attempt: int) -> float:
     return min(2.0, 0.05 * 2.0 ** (attempt - 1)) * random.uniform(0.5, 1.5)
 
 
-def holders(conn: Any) -> str:
+def holders(conn: psycopg.Connection[Any]) -> str:
     """The sessions holding writers' locks, for an error message ("" if none or unknown)."""
     try:
         rows = conn.execute(_HOLDERS, [LOCK_BASE, SIGNATURE_LOCK, STORE_LOCK]).fetchall()

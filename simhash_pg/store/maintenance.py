@@ -66,7 +66,7 @@ class MaintenanceBlockedError(psycopg.errors.LockNotAvailable, TimeoutError):
     """
 
 
-def blockers(conn: Any, since: datetime) -> str:
+def blockers(conn: psycopg.Connection[Any], since: datetime) -> str:
     """The sessions holding locks on the partitioned tables since ``since`` ("" if none)."""
     try:
         rows = conn.execute(_BLOCKERS, [since]).fetchall()
@@ -81,7 +81,7 @@ def blockers(conn: Any, since: datetime) -> str:
     )
 
 
-def run_ddl(conn: Any, step: Callable[[], _T], *, what: str,
+def run_ddl(conn: psycopg.Connection[Any], step: Callable[[], _T], *, what: str,
             lock_wait: float = DEFAULT_LOCK_WAIT,
             lock_timeout: float = DDL_LOCK_TIMEOUT) -> _T:
     """``step()`` in one transaction on ``conn`` (autocommit) under a short lock_timeout.
@@ -90,7 +90,9 @@ def run_ddl(conn: Any, step: Callable[[], _T], *, what: str,
     writer) until ``lock_wait`` seconds have passed (0: one try), then
     :class:`MaintenanceBlockedError`; ``what`` names the step in its message.
     """
-    started = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+    row = conn.execute("SELECT clock_timestamp()").fetchone()
+    assert row is not None  # a SELECT of one value gives one row
+    started = row[0]
     deadline = time.monotonic() + lock_wait
     tries = 0
     while True:

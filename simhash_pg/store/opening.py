@@ -45,6 +45,8 @@ from simhash_pg.verify import (
 )
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
     from simhash_pg.text.schemes import Scheme
 
 __all__ = ["DEFAULT_VERIFY", "PARTITION_INTERVALS", "SCHEMA_HEAD", "Opened",
@@ -75,7 +77,7 @@ class Opened(NamedTuple):
 
 def open_database(
     dsn: str | None,
-    engine: Any,
+    engine: Engine | None,
     *,
     scheme: Scheme | Mapping[str, Any] | str | None,
     verify: VerifyMode | None,
@@ -139,7 +141,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def resolve_dsn(dsn: str | None, engine: Any) -> str:
+def resolve_dsn(dsn: str | None, engine: Engine | None) -> str:
     if dsn is not None and engine is not None:
         raise ValueError("give either dsn or engine, not both")
     if dsn is not None:

@@ -132,10 +132,11 @@ class PurgeResult:
     dropped: tuple[str, ...] = ()
 
 
-def _cutoff(conn: Any, older_than: timedelta | datetime) -> datetime:
+def _cutoff(conn: psycopg.Connection[Any], older_than: timedelta | datetime) -> datetime:
     if isinstance(older_than, datetime):
         return older_than
     row = conn.execute("SELECT now() - %s::interval", [older_than]).fetchone()
+    assert row is not None  # a SELECT of one value gives one row
     cutoff: datetime = row[0]
     return cutoff
 
@@ -181,7 +182,7 @@ _DROP_STEPS = (
 )
 
 
-def _drop_before(conn: Any, bound: datetime) -> list[tuple[str, str, Any]]:
+def _drop_before(conn: psycopg.Connection[Any], bound: datetime) -> list[tuple[str, str, Any]]:
     rows: list[tuple[str, str, Any]] = conn.execute(_DROP, [bound]).fetchall()
     return rows
 
@@ -192,7 +193,8 @@ def whole_partitions_for(interval: str) -> bool:
     return interval != "day"
 
 
-def whole_partitions_by_default(conn: Any, partitioned: bool | None = None) -> bool:
+def whole_partitions_by_default(conn: psycopg.Connection[Any],
+                                partitioned: bool | None = None) -> bool:
     """:func:`whole_partitions_for` the recorded interval (revision 0013); False on
     a plain table. ``partitioned``: already known by the caller."""
     if partitioned is None:
@@ -207,7 +209,7 @@ def whole_partitions_by_default(conn: Any, partitioned: bool | None = None) -> b
     return got is not None and whole_partitions_for(got[0])
 
 
-def _delete_batch(conn: Any, cutoff: datetime, batch_size: int) -> int:
+def _delete_batch(conn: psycopg.Connection[Any], cutoff: datetime, batch_size: int) -> int:
     """One batched DELETE (its own transaction), rerun with backoff after a deadlock.
 
     A writer linking to a row of the batch holds that row (FOR KEY SHARE,
@@ -226,7 +228,7 @@ def _delete_batch(conn: Any, cutoff: datetime, batch_size: int) -> int:
     raise AssertionError("unreachable")
 
 
-def purge_candidates(conn: Any, older_than: timedelta | datetime | str, *,
+def purge_candidates(conn: psycopg.Connection[Any], older_than: timedelta | datetime | str, *,
                      whole_partitions: bool | None = None) -> tuple[datetime, int]:
     """The cutoff and how many rows a purge would delete now (for --dry-run)."""
     cutoff = _cutoff(conn, _check_older_than(older_than))
@@ -236,11 +238,12 @@ def purge_candidates(conn: Any, older_than: timedelta | datetime | str, *,
         row = conn.execute(_COUNT_WHOLE, [cutoff, cutoff]).fetchone()
     else:
         row = conn.execute(_COUNT, [cutoff]).fetchone()
+    assert row is not None  # a count gives one row
     return cutoff, int(row[0])
 
 
 def purge(
-    conn: Any,
+    conn: psycopg.Connection[Any],
     older_than: timedelta | datetime | str,
     *,
     batch_size: int = DEFAULT_PURGE_BATCH,
