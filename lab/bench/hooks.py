@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from simhash_pg.store import SimhashStore
 from simhash_pg.store.options import WriterHooks
-from simhash_pg.store.sql import AddFunction
 
 __all__ = ["store_with"]
 
 
-def store_with(*, add_function: AddFunction = "simhash_add", pigeonhole_batches: bool = True,
+def store_with(*, add_function: str = "simhash_add", pigeonhole_batches: bool = True,
                probe_locks: bool = True) -> type[SimhashStore]:
     """A SimhashStore subclass whose writers use these hooks (see WriterHooks).
 

@@ -61,15 +61,13 @@ class StoreOptions:
 class WriterHooks:
     """Parts of the write path a measurement may switch off (never a user)."""
 
-    # the SQL function add() calls: simhash_add_unlocked exists only where the
-    # stream benchmark made it (a copy without the writers' locks)
-    add_function: sql.AddFunction = "simhash_add"
+    # the SQL function add() calls (simhash_add's signature): the stream
+    # benchmark names its own copy without the writers' locks
+    add_function: str = "simhash_add"
     # locked add_many batches take per-block locks, not the store-wide one
     pigeonhole_batches: bool = True
     # probed texts also lock their probe values, not only their own blocks
     probe_locks: bool = True
 
     def __post_init__(self) -> None:
-        if self.add_function not in sql.ADD_FUNCTIONS:
-            raise ValueError(f"add_function must be one of {', '.join(sql.ADD_FUNCTIONS)}, "
-                             f"got {self.add_function!r}")
+        sql.add_statement(self.add_function)  # a plain SQL name, or a ValueError

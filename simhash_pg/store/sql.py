@@ -7,10 +7,9 @@ statements in :mod:`simhash_pg.store.copy`, the catalog queries of
 
 from __future__ import annotations
 
-from typing import Literal
+import re
 
 __all__ = [
-    "ADD_FUNCTIONS",
     "COUNT",
     "DELETE",
     "GET",
@@ -21,20 +20,18 @@ __all__ = [
     "NEAR_MANY",
     "NEXT_IDS",
     "PAIRS",
-    "AddFunction",
     "add_statement",
 ]
 
-# simhash_add checks and inserts in one round trip (sql/0005_partitions.sql);
-# simhash_add_unlocked is a copy without its locks that only the stream
-# benchmark creates, in its own database, to price them (lab/bench/stream.py).
-AddFunction = Literal["simhash_add", "simhash_add_unlocked"]
-ADD_FUNCTIONS: tuple[AddFunction, ...] = ("simhash_add", "simhash_add_unlocked")
+# simhash_add checks and inserts in one round trip (sql/0005_partitions.sql).
+# A measurement may name another function with simhash_add's signature (the
+# stream benchmark's lock-free copy, lab/bench/hooks.py): any plain SQL name.
+_FUNCTION_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
 
-def add_statement(function: AddFunction = "simhash_add") -> str:
-    if function not in ADD_FUNCTIONS:
-        raise ValueError(f"the add function must be one of {', '.join(ADD_FUNCTIONS)}")
+def add_statement(function: str = "simhash_add") -> str:
+    if not isinstance(function, str) or not _FUNCTION_NAME.fullmatch(function):
+        raise ValueError(f"add_function must be a plain SQL function name, got {function!r}")
     return (
         "SELECT id, fingerprint, duplicate_of, distance, inserted, duplicate_key"
         f" FROM {function}(%s, %s, %s, %s, %s)"
