@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 # The store (psycopg) loads on first use so fingerprint-only users never pay for it.
 _LAZY = {
     "SimhashStore": "simhash_pg.store",
+    "AsyncSimhashStore": "simhash_pg.store",
     "AddResult": "simhash_pg.store",
     "AddManyResult": "simhash_pg.store",
     "Doc": "simhash_pg.store",

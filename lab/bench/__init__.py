@@ -21,6 +21,7 @@ _BENCHES = {
     "serve": "lab.bench.serve:command",
     "day": "lab.bench.day:command",
     "scale": "lab.bench.scale:command",
+    "async": "lab.bench.asyncstore:command",
 }
 
 

@@ -1,6 +1,6 @@
 """The store: ``SimhashStore`` (a facade, :mod:`simhash_pg.store.core`) and its parts.
 
-- core: the facade, one method per operation;
+- core: the facade, one method per operation; asyncstore: the same as coroutines;
 - results: what it takes and returns, and its errors;
 - checks: input checks; opening: DSN, connection and handshake;
 - sql: the statements; single: one add; query: near and near_many;
@@ -15,7 +15,8 @@ Every SQL statement of the package is sent from here or from :mod:`simhash_pg.db
 """
 
 from simhash_pg.store import results
+from simhash_pg.store.asyncstore import AsyncSimhashStore
 from simhash_pg.store.core import SimhashStore
 from simhash_pg.store.results import *  # noqa: F403  (its __all__: the inputs, results, errors)
 
-__all__ = ["SimhashStore", *results.__all__]
+__all__ = ["AsyncSimhashStore", "SimhashStore", *results.__all__]

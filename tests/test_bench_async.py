@@ -1,0 +1,40 @@
+"""``simhash-pg bench async`` end to end on a small store, scratch and as it is (--store)."""
+
+from __future__ import annotations
+
+import re
+
+from click.testing import CliRunner
+
+from lab.bench.asyncstore import command
+from simhash_pg.store import SimhashStore
+
+
+def _ratios(output: str) -> dict[str, float]:
+    return {m[1]: float(m[2]) for m in re.finditer(r"^(near|add): async runs at ([\d.]+)x",
+                                                   output, re.M)}
+
+
+def test_bench_async_prints_both_stores_side_by_side(pg_dsn: str) -> None:
+    res = CliRunner().invoke(command, ["--n", "200", "--queries", "20", "--adds", "20",
+                                       "--dsn", pg_dsn])
+    assert res.exit_code == 0, res.output
+    for row in ("near sync", "near async", "add sync", "add async"):
+        assert re.search(rf"^{row} +[\d.]+ +[\d.]+ +\d+$", res.output, re.M), res.output
+    assert set(_ratios(res.output)) == {"near", "add"}
+    with SimhashStore(pg_dsn) as store:
+        # the scratch fill, then the adds through both: half of them edited copies
+        assert 200 < store.count() < 240
+
+
+def test_bench_async_measures_a_store_as_it_is(pg_dsn: str) -> None:
+    with SimhashStore(pg_dsn) as store:
+        store.add_many([f"the {i}th text of a store that is measured as it is, "
+                        f"with words enough to fingerprint {i * 7919}" for i in range(50)],
+                       dedup=False)
+    res = CliRunner().invoke(command, ["--store", pg_dsn, "--queries", "10", "--adds", "10"])
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("simhash-pg bench async: 50 rows")
+    with SimhashStore(pg_dsn) as store:
+        assert store.count() >= 50  # nothing emptied
+
