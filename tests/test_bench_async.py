@@ -18,8 +18,8 @@ def _ratios(output: str) -> dict[str, float]:
 def test_bench_async_prints_both_stores_side_by_side(pg_dsn: str) -> None:
     # through the entry point's group: a command invoked on its own would keep
     # click's default help option, and docs/cli.md shows the group's (-h too)
-    res = CliRunner().invoke(cli, ["bench", "async", "--n", "200", "--queries", "20", "--adds", "20",
-                                       "--dsn", pg_dsn])
+    res = CliRunner().invoke(cli, ["bench", "async", "--n", "200", "--queries", "20",
+                                   "--adds", "20", "--dsn", pg_dsn])
     assert res.exit_code == 0, res.output
     for row in ("near sync", "near async", "add sync", "add async"):
         assert re.search(rf"^{row} +[\d.]+ +[\d.]+ +\d+$", res.output, re.M), res.output
@@ -34,7 +34,8 @@ def test_bench_async_measures_a_store_as_it_is(pg_dsn: str) -> None:
         store.add_many([f"the {i}th text of a store that is measured as it is, "
                         f"with words enough to fingerprint {i * 7919}" for i in range(50)],
                        dedup=False)
-    res = CliRunner().invoke(cli, ["bench", "async", "--store", pg_dsn, "--queries", "10", "--adds", "10"])
+    res = CliRunner().invoke(cli, ["bench", "async", "--store", pg_dsn, "--queries", "10",
+                                   "--adds", "10"])
     assert res.exit_code == 0, res.output
     assert res.output.startswith("simhash-pg bench async: 50 rows")
     with SimhashStore(pg_dsn) as store:
