@@ -123,7 +123,11 @@ def test_fingerprint_reads_a_file_as_near_and_add_do(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     first = res.stdout.splitlines()[0]
     assert first == f"{fingerprint(text):016x}  {src}"
-    assert invoke("fingerprint", "-i", str(src)).stdout.splitlines()[0] == first
+    # -i reads as dedup does: this file is one document there too, and --help says so
+    assert invoke("fingerprint", "-i", str(src)).stdout.splitlines() == res.stdout.splitlines()
+    help_text = " ".join(invoke("fingerprint", "--help").stdout.split())
+    assert "else one document per line" not in help_text
+    assert "a .txt file one per line, any other file is one document" in help_text
 
 
 def test_fingerprint_explain_orders_equal_weights_by_the_text_and_says_why() -> None:
