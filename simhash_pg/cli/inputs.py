@@ -106,7 +106,7 @@ def input_bytes(paths: Iterable[str]) -> int | None:
         if path == "-":
             return None
         if os.path.isdir(path):
-            total += sum(os.path.getsize(f) for f, hidden in _walk(path) if not hidden)
+            total += sum(_size(f) for f, hidden in _walk(path) if not hidden)
         elif os.path.isfile(path):
             total += os.path.getsize(path)
         else:
@@ -377,6 +377,14 @@ def _walk(root: str) -> Iterator[tuple[str, bool]]:
             yield os.path.join(dirpath, fn), fn.startswith(".")
 
 
+def _size(path: str) -> int:
+    """A file's size for the progress bar; 0 for one that cannot be seen (a broken link)."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def _read_dir(root: str, all_files: bool, skipped: Skipped,
               reading: ReadProgress) -> Iterator[Record | BadRecord]:
     """Each file a document: the known extensions, and the others that are UTF-8 text.
@@ -392,7 +400,7 @@ def _read_dir(root: str, all_files: bool, skipped: Skipped,
         if hidden:
             skipped.add("hidden", path)
             continue
-        reading.advance(reading.done + os.path.getsize(path))
+        reading.advance(reading.done + _size(path))
         ext = _extension(os.path.basename(path))
         if ext in DOC_SUFFIXES:
             with open(path, "rb") as fh:
