@@ -115,13 +115,14 @@ def test_progress_moves_within_the_first_batch(pg_dsn: str) -> None:
 
 
 def _licences(root: Path, n: int) -> None:
-    """``n`` licence-like files without an extension, a hidden one, a skipped one and a
-    broken link (skipped too, size 0: no reason to stop a run)."""
+    """``n`` licence-like files without an extension, a hidden one, a skipped one and
+    broken links (skipped too, size 0: no reason to stop a run)."""
     for i in range(n):
         (root / f"LICENCE-{i:03d}").write_text(doc(i, 12 + i % 7))
     (root / ".hidden").write_text("not counted\n")
     (root / "notes.py").write_text("print('skipped, but passed by the reading')\n")
     (root / "gone.conf").symlink_to(root / "nowhere")
+    (root / "gone").symlink_to(root / "nowhere")  # no extension: opened, not readable
 
 
 def test_the_progress_line_counts_what_is_read_and_done(pg_dsn: str, tmp_path: Path) -> None:
@@ -200,6 +201,7 @@ def test_dedup_on_a_terminal_shows_the_reading_then_each_batch(pg_dsn: str,
     assert "350 read, 100 done" in shown and "350 read, 300 done" in shown, shown
     assert re.search(r"\b\d{1,2}%", shown), shown  # a bar: a directory has a size
     assert out.startswith("read 350, unique 350"), out
+    assert "1 not readable (e.g. " in shown and "2 with another extension" in shown, shown
 
 
 def test_fingerprint_reads_a_file_as_near_and_add_do(tmp_path: Path) -> None:

@@ -209,9 +209,8 @@ def read_inputs(
 
     ``progress.done`` follows the bytes of the files read (compressed bytes
     for a ``.gz``) and ``progress.records`` the records, for a progress bar with
-    an ETA. The files of a directory
-    that are not read are added to ``skipped``; ``all_files`` reads every
-    UTF-8 text file of a directory.
+    an ETA. The files of a directory that are not read are added to
+    ``skipped``; ``all_files`` reads every UTF-8 text file of a directory.
     """
     reading = progress if progress is not None else ReadProgress(total=None)
     base = 0
@@ -402,15 +401,18 @@ def _read_dir(root: str, all_files: bool, skipped: Skipped,
             continue
         reading.advance(reading.done + _size(path))
         ext = _extension(os.path.basename(path))
-        if ext in DOC_SUFFIXES:
-            with open(path, "rb") as fh:
-                yield _whole(path, fh.read())
-            continue
-        if ext and not all_files:
+        if ext and ext not in DOC_SUFFIXES and not all_files:
             skipped.add("with another extension", path)
             continue
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except OSError:  # another user's file, a broken link: one file, not the run
+            skipped.add("not readable", path)
+            continue
+        if ext in DOC_SUFFIXES:
+            yield _whole(path, raw)
+            continue
         record = None if not_text(raw[:SNIFF_BYTES]) else _whole(path, raw)
         if isinstance(record, Record):
             yield record
