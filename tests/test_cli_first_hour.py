@@ -481,12 +481,13 @@ def test_progress_line_shows_a_bar_and_the_time_left() -> None:
 
     from rich.console import Console
 
-    from simhash_pg.cli.dedup import Summary, _progress
+    from simhash_pg.cli.dedup import Summary
     from simhash_pg.cli.inputs import ReadProgress
+    from simhash_pg.cli.progress import ProgressLine
 
     screen = io.StringIO()
     reading = ReadProgress(total=1000, done=250)
-    with _progress(True, reading, Console(file=screen, force_terminal=True, width=150)) as bar:
+    with ProgressLine(True, reading, Console(file=screen, force_terminal=True, width=150)) as bar:
         bar(Summary(read=10, duplicates=2))
         bar.bar.refresh()
     shown = screen.getvalue()

@@ -19,8 +19,8 @@ from simhash_pg.cli.main import cli
 
 NOBODY = 65534
 # what `stats` imports on its way to the home check (a child as nobody cannot read them)
-PRELOAD = ("simhash_pg.cli.inputs", "simhash_pg.cli.stats", "simhash_pg.db.server",
-           "simhash_pg.store", "filelock", "secrets")
+PRELOAD = ("simhash_pg.cli.inputs", "simhash_pg.cli.stats", "simhash_pg.cli.server",
+           "simhash_pg.db.server", "simhash_pg.store", "filelock", "secrets")
 
 
 def invoke(*args: str, env: dict[str, str | None] | None = None) -> Result:
@@ -75,22 +75,27 @@ def open_parent() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.mark.parametrize("command", [("stats",), ("server", "status")])
 @pytest.mark.parametrize("closed", ["home", "parent"])
-def test_a_home_this_user_cannot_read_is_permission_denied(closed: str,
-                                                          open_parent: Path) -> None:
+def test_a_home_this_user_cannot_read_is_permission_denied(
+        closed: str, command: tuple[str, ...], open_parent: Path) -> None:
     home = open_parent / "lib" / "simhash-pg"
-    home.mkdir(mode=0o700, parents=True)
+    (home / "data").mkdir(mode=0o700, parents=True)
     shut = home if closed == "home" else home.parent
     shut.chmod(0o700 if os.geteuid() == 0 else 0o000)
     try:
         code, err = as_other_user(lambda: invoke(
-            "stats", env={"SIMHASH_PG_HOME": str(home), "SIMHASH_PG_DSN": None}))
+            *command, env={"SIMHASH_PG_HOME": str(home), "SIMHASH_PG_DSN": None}))
     finally:
         shut.chmod(0o755)
     assert code != 0
-    assert "permission denied" in err, err
-    assert "remove" not in err and "planted" not in err, err
+    assert "Traceback" not in err and "permission denied" in err, err
+    assert "remove" not in err and "planted" not in err and "no server" not in err, err
     assert str(home) in err and "SIMHASH_PG_HOME" in err
+    # who is refused, and the directory that refuses them
+    assert f"uid {NOBODY if os.geteuid() == 0 else os.geteuid()})" in err, err
+    if closed == "parent" or command[0] == "server":
+        assert f"cannot enter {shut} (owned by uid {os.geteuid()}" in err, err
 
 
 def test_a_planted_link_is_still_refused(tmp_path: Path) -> None:

@@ -110,7 +110,98 @@ def test_progress_moves_within_the_first_batch(pg_dsn: str) -> None:
     with SimhashStore(pg_dsn) as store:
         summary = run_dedup(store, records, on_progress=progress)  # default batch: 2000
     assert summary.read == 350
-    assert [n for n in seen if n < 350] == [100, 300], seen
+    # each batch once read (nothing done yet before the first), and once committed
+    assert [n for n in dict.fromkeys(seen) if n < 350] == [0, 100, 300], seen
+
+
+def _licences(root: Path, n: int) -> None:
+    """``n`` licence-like files without an extension, a hidden one, a skipped one and
+    broken links (skipped too, size 0: no reason to stop a run)."""
+    for i in range(n):
+        (root / f"LICENCE-{i:03d}").write_text(doc(i, 12 + i % 7))
+    (root / ".hidden").write_text("not counted\n")
+    (root / "notes.py").write_text("print('skipped, but passed by the reading')\n")
+    (root / "gone.conf").symlink_to(root / "nowhere")
+    (root / "gone").symlink_to(root / "nowhere")  # no extension: opened, not readable
+
+
+def test_the_progress_line_counts_what_is_read_and_done(pg_dsn: str, tmp_path: Path) -> None:
+    """A directory has a size to show a bar against, and the bar is the bytes done,
+    not the bytes read: the reading runs a key look-up's chunk ahead of the commits."""
+    import io
+    import os
+
+    from rich.console import Console
+
+    from simhash_pg.cli.dedup import run_dedup
+    from simhash_pg.cli.inputs import ReadProgress, input_bytes, read_inputs
+    from simhash_pg.cli.progress import ProgressLine
+    from simhash_pg.store import SimhashStore
+
+    _licences(tmp_path, 350)
+    total = sum(os.path.getsize(f) for f in tmp_path.iterdir()
+                if f.name != ".hidden" and f.exists())
+    reading = ReadProgress(total=input_bytes([str(tmp_path)]))
+    assert reading.total == total
+
+    frames: list[tuple[str, float]] = []
+
+    class Recorded(ProgressLine):  # what each redraw showed
+        def update(self, *, refresh: bool = False) -> None:
+            super().update(refresh=refresh)
+            task = self.bar.tasks[0]
+            frames.append((task.description, task.completed))
+
+    screen = io.StringIO()
+    with SimhashStore(pg_dsn) as store, \
+            Recorded(True, reading, Console(file=screen, force_terminal=True, width=150)) as line:
+        run_dedup(store, read_inputs([str(tmp_path)], progress=reading), on_progress=line)
+    # the reading shows before any batch is committed, with nothing done yet
+    assert frames[0][0].endswith("read; fingerprinting and storing the first batch"), frames
+    first = next(f for f in frames if f[0].startswith("350 read; fingerprinting"))
+    assert first[1] == 0, frames
+    # then the batches of 100, 200 and 50 move the bar by the bytes they hold
+    done = [c for d, c in frames if "done:" in d]
+    assert done == sorted(done) and 0 < done[0] < total and done[-1] == total, frames
+    assert "350 read, 100 done: 0 duplicates" in " ".join(d for d, _ in frames)
+
+
+def test_dedup_on_a_terminal_shows_the_reading_then_each_batch(pg_dsn: str,
+                                                               tmp_path: Path) -> None:
+    """Through the entry point on a terminal (a pty on stderr): a run smaller than one
+    batch draws its reading, then each committed batch; stdout keeps only the summary."""
+    import os
+    import pty
+    import re
+    import subprocess
+    import sys
+
+    _licences(tmp_path, 350)
+    master, slave = pty.openpty()
+    env = {**os.environ, "SIMHASH_PG_DSN": pg_dsn, "COLUMNS": "160", "TERM": "xterm"}
+    env.pop("NO_COLOR", None)
+    with subprocess.Popen([sys.executable, "-c", "from simhash_pg.cli import main; main()",
+                           "dedup", str(tmp_path)],
+                          stdout=subprocess.PIPE, stderr=slave, env=env) as proc:
+        os.close(slave)
+        screen = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            screen += chunk
+        out = proc.stdout.read().decode() if proc.stdout else ""
+        assert proc.wait(timeout=300) == 0
+    os.close(master)
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.decode("utf-8", "replace"))
+    assert "350 read; fingerprinting and storing the first batch" in shown, shown
+    assert "350 read, 100 done" in shown and "350 read, 300 done" in shown, shown
+    assert re.search(r"\b\d{1,2}%", shown), shown  # a bar: a directory has a size
+    assert out.startswith("read 350, unique 350"), out
+    assert "1 not readable (e.g. " in shown and "2 with another extension" in shown, shown
 
 
 def test_fingerprint_reads_a_file_as_near_and_add_do(tmp_path: Path) -> None:
@@ -123,7 +214,11 @@ def test_fingerprint_reads_a_file_as_near_and_add_do(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     first = res.stdout.splitlines()[0]
     assert first == f"{fingerprint(text):016x}  {src}"
-    assert invoke("fingerprint", "-i", str(src)).stdout.splitlines()[0] == first
+    # -i reads as dedup does: this file is one document there too, and --help says so
+    assert invoke("fingerprint", "-i", str(src)).stdout.splitlines() == res.stdout.splitlines()
+    help_text = " ".join(invoke("fingerprint", "--help").stdout.split())
+    assert "else one document per line" not in help_text
+    assert "a .txt file one per line, any other file is one document" in help_text
 
 
 def test_fingerprint_explain_orders_equal_weights_by_the_text_and_says_why() -> None:

@@ -31,7 +31,7 @@ def blocks(lang: str) -> list[str]:
 def test_the_readme_has_the_examples_this_file_runs() -> None:
     assert len(blocks("python")) == 1
     assert len(blocks("sql")) == 1
-    assert any("uv run simhash-pg dedup" in b for b in blocks("sh"))
+    assert any("simhash-pg dedup" in line for line in _shell_lines())
 
 
 def test_python_example_runs_as_written(
@@ -68,14 +68,23 @@ def _strip_comments(sql: str) -> str:
     return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
 
 
+_RUN = re.compile(r"^uv run (--no-dev )?simhash-pg ")
+
+
 def _shell_lines() -> list[str]:
     lines = []
     for body in blocks("sh"):
         for line in body.splitlines():
             line = line.split("  #", 1)[0].strip()
-            if line.startswith("uv run simhash-pg ") and " demo" not in line:
+            if _RUN.match(line) and " demo" not in line:
                 lines.append(line)
     return lines
+
+
+def _cli_args(line: str) -> list[str]:
+    """The arguments after ``simhash-pg`` of a ``uv run [--no-dev] simhash-pg ...`` line."""
+    words = shlex.split(line)
+    return words[words.index("simhash-pg") + 1:]
 
 
 @pytest.mark.parametrize("line", _shell_lines())
@@ -88,7 +97,7 @@ def test_shell_example_runs_as_written(line: str, pg_dsn: str, tmp_path: Path) -
         ])) + "\n",
         encoding="utf-8",
     )
-    args = shlex.split(line)[len(["uv", "run", "simhash-pg"]):]
+    args = _cli_args(line)
     env = {**os.environ, "SIMHASH_PG_DSN": pg_dsn}
     proc = subprocess.run(
         [sys.executable, "-c", "from simhash_pg.cli import main; main()", *args],
@@ -119,7 +128,7 @@ def test_console_examples_print_what_the_readme_shows(pg_dsn: str) -> None:
             else:
                 runs[-1][1].append(line)
         for command, expected in runs:
-            args = shlex.split(command)[len(["uv", "run", "simhash-pg"]):]
+            args = _cli_args(command)
             res = CliRunner().invoke(cli, args, env={"SIMHASH_PG_DSN": pg_dsn})
             assert res.exit_code == 0, res.output
             assert res.stdout.splitlines() == expected, res.stdout
@@ -133,3 +142,10 @@ def test_quick_start_demo_installs_only_the_runtime_dependencies() -> None:
     assert demo.startswith("uv run --no-dev simhash-pg demo"), demo
     test = next(line for line in quick.splitlines() if "pytest" in line)
     assert test.startswith("uv run pytest"), test  # the dev group, for the tests
+    # every command of the quick start but the tests': a plain `uv run` after the
+    # demo would sync the dev group after all (issue 32)
+    text = README.read_text("utf-8")
+    section = text[text.index("## Quick start"):text.index("\n## ", text.index("## Quick start"))]
+    runs = [line for body in _FENCE.findall(section) for line in body[1].splitlines()
+            if line.startswith("uv run ") and "pytest" not in line]
+    assert len(runs) >= 2 and all(r.startswith("uv run --no-dev ") for r in runs), runs

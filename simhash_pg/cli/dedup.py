@@ -48,6 +48,7 @@ from simhash_pg.cli.options import (
     store_options,
     workers_option,
 )
+from simhash_pg.cli.progress import ProgressLine
 from simhash_pg.cli.signals import StopRequested, StopSignals
 from simhash_pg.labels import shared_value
 from simhash_pg.text.normalize import fix_surrogates
@@ -296,6 +297,8 @@ def run_dedup(
         todo = docs()
         size = min(FIRST_BATCH, batch_size)
         while batch := list(islice(todo, size)):
+            if on_progress is not None:  # the batch is read: say so while it is fingerprinted
+                on_progress(summary)
             store.add_many(batch, dedup=True, batch_size=size, workers=workers,
                            progress=on_batch, on_duplicate="link" if link else "skip")
             size = min(size * 2, batch_size)
@@ -399,8 +402,8 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int
             if report_path:
                 fh = stack.enter_context(open(report_path, "w", encoding="utf-8", newline=""))
                 report = _Writer(fh, report_path, REPORT_FIELDS)
-            progress = stack.enter_context(_progress(enabled=not quiet and sys.stderr.isatty(),
-                                                     reading=reading))
+            progress = stack.enter_context(ProgressLine(not quiet and sys.stderr.isatty(),
+                                                        reading))
             try:
                 summary = run_dedup(store, records, out=out, report=report, strict=strict,
                                     batch_size=batch_size, workers=workers, link=link,
@@ -429,55 +432,3 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int
             sys.exit(signals.exit_code if summary.interrupted else EXIT_STOPPED)
         sys.exit(EXIT_SKIPPED if summary.errors else EXIT_OK)
 
-
-class _progress:
-    """A rich progress line on a terminal; nothing otherwise.
-
-    With the input's size known (files, not stdin) it shows a bar and the time
-    left, from the bytes read so far.
-    """
-
-    def __init__(self, enabled: bool, reading: ReadProgress | None = None,
-                 console: Any = None) -> None:
-        self.enabled = enabled
-        self.reading = reading
-        self.console = console
-        self.bar: Any = None
-        self.task: Any = None
-        self.start = time.perf_counter()
-
-    def __enter__(self) -> _progress:
-        if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                Progress,
-                SpinnerColumn,
-                TaskProgressColumn,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            sized = self.reading is not None and self.reading.total
-            columns: list[Any] = [SpinnerColumn(), TextColumn("{task.description}")]
-            if sized:
-                columns += [BarColumn(), TaskProgressColumn(), TimeRemainingColumn()]
-            self.bar = Progress(*columns, TimeElapsedColumn(), transient=True,
-                                console=self.console)
-            self.bar.__enter__()
-            self.task = self.bar.add_task(
-                "reading and fingerprinting the first batch",
-                total=self.reading.total if sized and self.reading else None)
-        return self
-
-    def __call__(self, summary: Summary) -> None:
-        if self.bar is not None:
-            rate = summary.read / max(time.perf_counter() - self.start, 1e-9)
-            done = self.reading.done if self.reading is not None else None
-            self.bar.update(self.task, completed=done, description=(
-                f"{summary.read:,} read, {summary.duplicates:,} duplicates, "
-                f"{summary.errors:,} errors, {rate:,.0f} docs/s"))
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)

@@ -39,8 +39,9 @@ from simhash_pg.cli.options import (
     "inputs",
     multiple=True,
     metavar="PATH",
-    help="Read documents from a file, a directory or - (stdin); repeatable. "
-    "Formats as for dedup: .jsonl, .csv, .tsv, else one document per line.",
+    help="Read documents as dedup reads its INPUTS: a file, a directory or - (stdin); "
+    "repeatable. A .jsonl/.csv/.tsv file holds a document per record, a .txt file one per "
+    "line, any other file is one document (see --format).",
 )
 @input_options
 @scheme_option()

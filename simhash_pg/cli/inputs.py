@@ -41,7 +41,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -79,19 +79,38 @@ class BadRecord:
 
 @dataclass
 class ReadProgress:
-    """How far the reading is: bytes of the input files read so far, of ``total``."""
+    """How far the reading is, as it goes (not batch by batch): the bytes of the input
+    files passed so far, of ``total``, and the records read.
 
-    total: int | None  # None: not known beforehand (stdin, a directory)
+    ``on_advance`` (a progress line) is called after each record, so a run smaller
+    than one batch shows its reading move before anything is committed.
+    """
+
+    total: int | None  # None: not known beforehand (stdin)
     done: int = 0
+    records: int = 0  # documents and bad records read so far
+    on_advance: Callable[[], None] | None = None
+
+    def advance(self, done: int | None = None) -> None:
+        if done is not None:
+            self.done = done
+        if self.on_advance is not None:
+            self.on_advance()
 
 
 def input_bytes(paths: Iterable[str]) -> int | None:
-    """The inputs' total size on disk, or None if one is stdin or a directory."""
+    """The inputs' total size on disk (a directory's: its files that are not hidden,
+    read or skipped alike, as the reading passes them), or None if one is stdin."""
     total = 0
     for path in paths:
-        if path == "-" or not os.path.isfile(path):
+        if path == "-":
             return None
-        total += os.path.getsize(path)
+        if os.path.isdir(path):
+            total += sum(_size(f) for f, hidden in _walk(path) if not hidden)
+        elif os.path.isfile(path):
+            total += os.path.getsize(path)
+        else:
+            return None
     return total
 
 
@@ -189,28 +208,36 @@ def read_inputs(
     """Yield every document of every input, in order.
 
     ``progress.done`` follows the bytes of the files read (compressed bytes
-    for a ``.gz``), for a progress bar with an ETA. The files of a directory
-    that are not read are added to ``skipped``; ``all_files`` reads every
-    UTF-8 text file of a directory.
+    for a ``.gz``) and ``progress.records`` the records, for a progress bar with
+    an ETA. The files of a directory that are not read are added to
+    ``skipped``; ``all_files`` reads every UTF-8 text file of a directory.
     """
+    reading = progress if progress is not None else ReadProgress(total=None)
     base = 0
     for path in paths:
         if path == "-":
-            yield from _read_stdin(stdin or sys.stdin.buffer, fmt, text_field, key_field)
+            for item in _read_stdin(stdin or sys.stdin.buffer, fmt, text_field, key_field):
+                reading.records += 1
+                reading.advance()
+                yield item
         elif os.path.isdir(path):
-            yield from _read_dir(path, all_files, skipped if skipped is not None else Skipped())
+            for item in _read_dir(path, all_files,
+                                  skipped if skipped is not None else Skipped(), reading):
+                reading.records += 1
+                reading.advance()
+                yield item
+            base = reading.done
         elif os.path.isfile(path):
             with open(path, "rb") as raw:
                 stream: IO[bytes] = (gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
                                      if path.endswith(".gz") else raw)
                 for item in _read_stream(path, stream, detect_format(path, fmt),
                                          text_field, key_field):
-                    if progress is not None:
-                        progress.done = base + raw.tell()
+                    reading.records += 1
+                    reading.advance(base + raw.tell())
                     yield item
             base += os.path.getsize(path)
-            if progress is not None:
-                progress.done = base
+            reading.advance(base)
         else:
             raise InputError(f"{path}: no such file or directory")
 
@@ -338,33 +365,56 @@ def _whole(path: str, raw: bytes) -> Record | BadRecord:
     return Record(text=text, key=path, where=where)
 
 
-def _read_dir(root: str, all_files: bool, skipped: Skipped) -> Iterator[Record | BadRecord]:
+def _walk(root: str) -> Iterator[tuple[str, bool]]:
+    """A directory's files in reading order, each with whether it is hidden.
+
+    Hidden directories (``.git``) are not entered.
+    """
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for fn in sorted(filenames):
+            yield os.path.join(dirpath, fn), fn.startswith(".")
+
+
+def _size(path: str) -> int:
+    """A file's size for the progress bar; 0 for one that cannot be seen (a broken link)."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _read_dir(root: str, all_files: bool, skipped: Skipped,
+              reading: ReadProgress) -> Iterator[Record | BadRecord]:
     """Each file a document: the known extensions, and the others that are UTF-8 text.
 
     A file without an extension is read only when it is text (a NUL byte or
     bytes that are not UTF-8 say it is not), so a directory of licences or
     ``copyright`` files is read as it is; one with another extension only
     with ``all_files``. Hidden files and directories are never read.
+    ``reading.done`` passes every file that is not hidden, read or skipped
+    (:func:`input_bytes` counts the same ones).
     """
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for fn in sorted(filenames):
-            path = os.path.join(dirpath, fn)
-            if fn.startswith("."):
-                skipped.add("hidden", path)
-                continue
-            ext = _extension(fn)
-            if ext in DOC_SUFFIXES:
-                with open(path, "rb") as fh:
-                    yield _whole(path, fh.read())
-                continue
-            if ext and not all_files:
-                skipped.add("with another extension", path)
-                continue
+    for path, hidden in _walk(root):
+        if hidden:
+            skipped.add("hidden", path)
+            continue
+        reading.advance(reading.done + _size(path))
+        ext = _extension(os.path.basename(path))
+        if ext and ext not in DOC_SUFFIXES and not all_files:
+            skipped.add("with another extension", path)
+            continue
+        try:
             with open(path, "rb") as fh:
                 raw = fh.read()
-            record = None if not_text(raw[:SNIFF_BYTES]) else _whole(path, raw)
-            if isinstance(record, Record):
-                yield record
-            else:
-                skipped.add("not UTF-8 text", path)
+        except OSError:  # another user's file, a broken link: one file, not the run
+            skipped.add("not readable", path)
+            continue
+        if ext in DOC_SUFFIXES:
+            yield _whole(path, raw)
+            continue
+        record = None if not_text(raw[:SNIFF_BYTES]) else _whole(path, raw)
+        if isinstance(record, Record):
+            yield record
+        else:
+            skipped.add("not UTF-8 text", path)

@@ -41,14 +41,17 @@ def stop() -> None:
 @server.command("status")
 def status() -> None:
     """Say whether the server runs, where its data is, and its URL. Exit 1 if stopped or absent."""
-    from simhash_pg.db.server import get_default_server
+    from simhash_pg.db.server import ServerError, get_default_server
 
     srv = get_default_server()
-    if not srv.is_initialized():  # "stopped" would suggest data that is not there
-        click.echo(f"no server: {srv.home} holds no PostgreSQL data directory yet "
-                   "(simhash-pg server start, or any command on the store, makes one)")
-        raise SystemExit(1)
-    running = srv.is_running()
+    try:
+        if not srv.is_initialized():  # "stopped" would suggest data that is not there
+            click.echo(f"no server: {srv.home} holds no PostgreSQL data directory yet "
+                       "(simhash-pg server start, or any command on the store, makes one)")
+            raise SystemExit(1)
+        running = srv.is_running()
+    except ServerError as exc:  # another user's home: permission denied, not "no server"
+        raise click.ClickException(str(exc)) from exc
     click.echo(f"{'running' if running else 'stopped'}: data in {srv.datadir}")
     if running:
         from simhash_pg.db.admin import memory_status_at

@@ -35,7 +35,7 @@ def open_dir(path: Path, what: str, advice: str = "remove it") -> int:
         return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as exc:
         if exc.errno == errno.EACCES:
-            raise _denied(what, path) from exc
+            raise denied(what, path) from exc
         if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
             raise ServerError(f"{what} {path}: cannot open it: {exc.strerror}") from exc
         kind = "a symbolic link" if path.is_symlink() else "not a directory"
@@ -45,11 +45,21 @@ def open_dir(path: Path, what: str, advice: str = "remove it") -> int:
         ) from exc
 
 
-def _denied(what: str, path: Path) -> ServerError:
-    """EACCES on ``path``: whose it is, and what to do instead (never to delete it)."""
+def denied(what: str, path: Path) -> ServerError:
+    """EACCES on ``path`` or below: which directory is closed to this user, whose it is,
+    and what to do instead (never to delete it: it is someone's data)."""
+    import pwd
+
+    uid = os.geteuid()
+    closed = _closed_directory(path, uid, os.getegid()) if uid else None
+    where = "read it" if closed in (None, path) else f"enter {closed}"
+    try:
+        you = f"{pwd.getpwuid(uid).pw_name}, uid {uid}"
+    except KeyError:
+        you = f"uid {uid}"
     return ServerError(
-        f"{what} {path}: permission denied: you (uid {os.geteuid()}) cannot read it"
-        f"{_owned_by(path)}. Run simhash-pg as the user who made it, or set "
+        f"{what} {path}: permission denied: you ({you}) cannot {where}"
+        f"{_owned_by(closed or path)}. Run simhash-pg as the user who made it, or set "
         "SIMHASH_PG_HOME to a directory of your own"
     )
 
@@ -150,7 +160,7 @@ def own_home(home: Path) -> None:
     except FileExistsError:
         created = False
     except PermissionError as exc:  # a directory above it this user may not enter
-        raise _denied("the server's home", home) from exc
+        raise denied("the server's home", home) from exc
     fd = open_dir(home, "the server's home")
     try:
         st = os.fstat(fd)

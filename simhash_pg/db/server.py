@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from simhash_pg.db.private_dirs import access_hint, own_home, private_dir, remove_own_dir
+from simhash_pg.db.private_dirs import access_hint, denied, own_home, private_dir, remove_own_dir
 from simhash_pg.db.server_auth import (
     IDENT_MAP,
     ROOT_HOME,
@@ -174,7 +174,12 @@ class LocalServer:
         return f"postgresql://{SUPERUSER}@/{quote(dbname, safe='')}?host={host}&port={PORT}"
 
     def is_initialized(self) -> bool:
-        return (self.datadir / "PG_VERSION").exists()
+        """Whether the home holds a data directory; :class:`ServerError` if this user
+        may not look (another user's home says so, never that nothing is there)."""
+        try:
+            return (self.datadir / "PG_VERSION").exists()
+        except PermissionError as exc:
+            raise denied("the server's data directory", self.datadir) from exc
 
     def is_running(self) -> bool:
         if not self.is_initialized():
