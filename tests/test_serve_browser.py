@@ -148,9 +148,10 @@ def test_the_web_page_in_chromium(browser: Any, server: Server) -> None:
     # the pasted text beside a stored one, their differences marked
     rows.nth(1).locator("button.compare-text").click()
     expect(page.locator("#compare .doc-text").first).to_be_visible()
-    # (the store keeps texts normalised: letters and digits, so "！" is not there to differ)
-    expect(page.locator("#compare .side").nth(0).locator(".changed")).to_have_text(["去"])
-    expect(page.locator("#compare .side").nth(1).locator(".changed")).to_have_text(["到"])
+    # (both as written: the punctuation differs too)
+    expect(page.locator("#compare .side").nth(0).locator(".changed")).to_have_text(["去", "！"])
+    expect(page.locator("#compare .side").nth(1).locator(".changed")).to_have_text(["到", "。"])
+    expect(page.locator("#compare .side").nth(0).locator(".doc-text")).to_have_text(ZH2)
 
     # an upload fills the text; adding without the token is refused, with it is done
     page.set_input_files("#file", files=[{"name": "t.txt", "mimeType": "text/plain",
@@ -169,10 +170,14 @@ def test_the_web_page_in_chromium(browser: Any, server: Server) -> None:
     changed = page.locator(".side").nth(1).locator(".changed")
     expect(changed.first).to_be_visible()
     assert "one" in "".join(changed.all_inner_texts())
+    # as written: case and punctuation, marked word by word
+    expect(page.locator(".side").nth(1).locator(".doc-text")).to_have_text(EN2)
+    expect(page.locator("p.summary")).to_contain_text("word by word")
     _shot(page, "compare")
     page.goto(f"{server.url}/compare?a={zh['id']}&b={zh2['id']}")
     expect(page.locator(".side").nth(0).locator(".doc-text")).to_have_attribute("lang", "zh")
-    expect(page.locator(".side").nth(1).locator(".changed")).to_have_text(["去"])
+    expect(page.locator(".side").nth(1).locator(".changed")).to_have_text(["去", "！"])
+    expect(page.locator("p.summary")).to_contain_text("character by character")
     _shot(page, "compare-zh")
 
     # groups (the link policy), recent (newest first), stats
