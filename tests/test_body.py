@@ -135,3 +135,24 @@ def test_migration_0021_round_trip_with_rows(pg_dsn: str, pg: psycopg.Connection
         old = store.document("a")
         assert old is not None and old.body is None and old.text is not None
     assert bodies(pg)["c"] == CHINESE
+
+
+def test_the_commands_keep_text_unless_told_not_to(pg_dsn: str, pg: psycopg.Connection,
+                                                   tmp_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from simhash_pg.cli.main import cli
+
+    def run(*args: str) -> None:
+        res = CliRunner().invoke(cli, [*args, "--dsn", pg_dsn])
+        assert res.exit_code == 0, res.output
+
+    run("add", MARKED_UP, "--key", "kept")
+    run("add", OTHER, "--key", "not-kept", "--no-keep-text")
+    corpus = tmp_path / "in.jsonl"
+    corpus.write_text(f'{{"key": "d1", "text": "{CHINESE}"}}\n', encoding="utf-8")
+    run("dedup", str(corpus), "--no-keep-text", "-q")
+    corpus.write_text('{"key": "d2", "text": "Entirely new words about gardens."}\n')
+    run("dedup", str(corpus), "-q")
+    assert bodies(pg) == {"kept": VISIBLE, "not-kept": None, "d1": None,
+                          "d2": "Entirely new words about gardens."}
