@@ -150,6 +150,17 @@ def test_tokens() -> None:
     assert [token_key(t) for t in tokens("The\n\tＣａｔ")] == ["the", " ", "cat"]
 
 
+def test_a_lone_shared_word_between_changes_is_part_of_the_change() -> None:
+    d = diff("we sold the red car today", "we bought the blue car today")
+    assert [(p.op, p.text) for p in d.a] == [("same", "we "), ("changed", "sold the red"),
+                                             ("same", " car today")]
+    assert [(p.op, p.text) for p in d.b] == [("same", "we "), ("changed", "bought the blue"),
+                                             ("same", " car today")]
+    # two shared words stay shared
+    d = diff("we sold the old red car", "we bought the old blue car")
+    assert ("same", " the old ") in [(p.op, p.text) for p in d.a]
+
+
 def test_diff_by_words_and_by_characters() -> None:
     d = diff("the quick brown fox", "the quick red fox")
     assert d.by == "words"
@@ -247,12 +258,16 @@ def test_compare_shows_english_as_written_marked_by_words(client: TestClient) ->
     left, right = sides(page)
     assert "".join(t for _, t in left) == LICENCE  # case and punctuation as written
     assert "".join(t for _, t in right) == LICENCE2
-    assert ("changed", "software") in left and ("changed", "package") in right
-    assert ("changed", "SOFTWARE") in left and ("changed", "PACKAGE") in right
-    shared = " ".join(t for op, t in right if op == "same")
-    assert "Permission is hereby granted, free of charge," in shared
-    assert '"AS IS", WITHOUT WARRANTY OF ANY KIND' in shared
-    assert ("changed", "!") in right and ("changed", ".") in left[-1:]
+    # the words that differ, with the one shared word between them ("THE"):
+    # a changed passage reads as one
+    assert left == [
+        ("same", "Permission is hereby granted, free of charge, to any person obtaining a "
+                 "copy of this "),
+        ("changed", "software. THE SOFTWARE"),
+        ("same", ' IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND'),
+        ("changed", "."),
+    ]
+    assert [t for op, t in right if op == "changed"] == ["package. THE PACKAGE", "!"]
 
 
 def test_compare_shows_chinese_as_written_marked_by_characters(client: TestClient) -> None:

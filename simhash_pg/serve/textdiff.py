@@ -5,7 +5,9 @@ Text in spaced scripts is compared word by word, CJK character by character
 (a CJK word has no spaces around it, and one changed character is what a
 reader looks for); words match whatever their case or width (NFKC,
 casefold), white space whatever its kind, and punctuation marks are tokens
-of their own, so "Bridge," and "bridge." share the word. A text of letters
+of their own, so "Bridge," and "bridge." share the word. A shared run of
+fewer than two words (or characters) between two changes is shown as part
+of the change, so that a rewritten passage reads as one. A text of letters
 and digits only, such as the verification text a store keeps when it has no
 body, is compared character by character.
 """
@@ -30,6 +32,7 @@ _CJK_CHAR = re.compile(f"[{_CJK}]")
 # a CJK character; a run of other word characters; a run of whitespace; anything else
 _TOKEN = re.compile(f"[{_CJK}]|(?:(?![{_CJK}])\\w)+|\\s+|.", re.DOTALL)
 _SPACE = re.compile(r"\s")
+_WORDISH = re.compile(r"\w")
 
 # SequenceMatcher is quadratic at worst: longer texts are compared up to here
 MAX_TOKENS = 20_000
@@ -88,11 +91,21 @@ def diff(a: str, b: str) -> Diff:
                          autojunk=False)
     pa: list[Piece] = []
     pb: list[Piece] = []
-    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+    codes = sm.get_opcodes()
+    for n, (tag, i1, i2, j1, j2) in enumerate(codes):
         op: Op = "same" if tag == "equal" else "changed"
+        if op == "same" and 0 < n < len(codes) - 1 and _scrap(ta[i1:i2]):
+            op = "changed"
         _append(pa, op, "".join(ta[i1:i2]))
         _append(pb, op, "".join(tb[j1:j2]))
     return Diff(pa, pb, sm.ratio(), by, truncated)
+
+
+def _scrap(run: list[str]) -> bool:
+    """A shared run between two changes that holds fewer than two words (or CJK
+    characters): white space, punctuation, a lone "the". Marked shared it only
+    breaks a changed passage into pieces; it is shown as part of the change."""
+    return sum(1 for t in run if _WORDISH.search(t)) < 2
 
 
 def _append(pieces: list[Piece], op: Op, text: str) -> None:
