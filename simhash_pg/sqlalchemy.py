@@ -292,6 +292,7 @@ def documents_table(metadata: MetaData | None = None, *, name: str = DOCUMENTS) 
         Column("verify_text", Text),
         Column("sentence_sig", BigInteger),
         Column("sentence_hashes", ARRAY(BigInteger)),
+        Column("body", Text),  # revision 0021: the text as written (None: not kept)
         info={"simhash_pg": "store"},
     )
 

@@ -148,9 +148,10 @@ def test_the_web_page_in_chromium(browser: Any, server: Server) -> None:
     # the pasted text beside a stored one, their differences marked
     rows.nth(1).locator("button.compare-text").click()
     expect(page.locator("#compare .doc-text").first).to_be_visible()
-    # (the store keeps texts normalised: letters and digits, so "！" is not there to differ)
-    expect(page.locator("#compare .side").nth(0).locator(".changed")).to_have_text(["去"])
-    expect(page.locator("#compare .side").nth(1).locator(".changed")).to_have_text(["到"])
+    # (both as written: the punctuation differs too)
+    expect(page.locator("#compare .side").nth(0).locator(".changed")).to_have_text(["去", "！"])
+    expect(page.locator("#compare .side").nth(1).locator(".changed")).to_have_text(["到", "。"])
+    expect(page.locator("#compare .side").nth(0).locator(".doc-text")).to_have_text(ZH2)
 
     # an upload fills the text; adding without the token is refused, with it is done
     page.set_input_files("#file", files=[{"name": "t.txt", "mimeType": "text/plain",
@@ -169,10 +170,14 @@ def test_the_web_page_in_chromium(browser: Any, server: Server) -> None:
     changed = page.locator(".side").nth(1).locator(".changed")
     expect(changed.first).to_be_visible()
     assert "one" in "".join(changed.all_inner_texts())
+    # as written: case and punctuation, marked word by word
+    expect(page.locator(".side").nth(1).locator(".doc-text")).to_have_text(EN2)
+    expect(page.locator("p.summary")).to_contain_text("word by word")
     _shot(page, "compare")
     page.goto(f"{server.url}/compare?a={zh['id']}&b={zh2['id']}")
     expect(page.locator(".side").nth(0).locator(".doc-text")).to_have_attribute("lang", "zh")
-    expect(page.locator(".side").nth(1).locator(".changed")).to_have_text(["去"])
+    expect(page.locator(".side").nth(1).locator(".changed")).to_have_text(["去", "！"])
+    expect(page.locator("p.summary")).to_contain_text("character by character")
     _shot(page, "compare-zh")
 
     # groups (the link policy), recent (newest first), stats
@@ -201,6 +206,41 @@ def test_the_web_page_in_chromium(browser: Any, server: Server) -> None:
     assert page.title() == "Recent documents · simhash-pg"
     assert [e for e in errors if refused not in e] == []
     context.close()
+
+
+LICENCE = ("Copyright (c) 2019 The Harbour Authors\n\n"
+           "Permission is granted to anyone to use, copy, modify and share this work, for any "
+           "purpose, free of charge, provided that the notice above and this permission notice "
+           "appear in all copies.\n\n"
+           "THE WORK IS PROVIDED \"AS IS\", WITHOUT WARRANTY OF ANY KIND. IN NO EVENT SHALL THE "
+           "AUTHORS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER LIABILITY ARISING FROM THE WORK OR "
+           "ITS USE.")
+LICENCE2 = ("Copyright (C) 2021 Lighthouse Keepers Ltd.\n\n"
+            "Permission is granted to anyone to use, copy, modify and distribute this software, "
+            "for any purpose, with or without fee, provided that the notice above and this "
+            "permission notice appear in all copies.\n\n"
+            "THE SOFTWARE IS PROVIDED \"AS IS\", WITHOUT WARRANTY OF ANY KIND. IN NO EVENT SHALL "
+            "THE AUTHORS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER LIABILITY ARISING FROM THE "
+            "SOFTWARE OR ITS USE.")
+
+
+def test_a_licence_pair_as_written(browser: Any, server: Server) -> None:
+    """Issue 32: which clauses two licence files share, readable as written."""
+    expect = playwright_api.expect
+    a = _add(server, LICENCE, "harbour/LICENSE", dedup=False)
+    b = _add(server, LICENCE2, "lighthouse/COPYING", dedup=False)
+    page = browser.new_page(viewport={"width": 1100, "height": 700})
+    page.goto(f"{server.url}/compare?a={a['id']}&b={b['id']}")
+    sides = page.locator(".side .doc-text")
+    expect(sides.nth(0)).to_have_text(LICENCE)  # line breaks, case and quotes as written
+    expect(sides.nth(1)).to_have_text(LICENCE2)
+    shared = sides.nth(1).locator(".same").all_inner_texts()
+    assert any("provided that the notice above and this permission notice" in t for t in shared)
+    assert any("WITHOUT WARRANTY OF ANY KIND. IN NO EVENT SHALL" in t for t in shared)
+    changed = sides.nth(1).locator(".changed").all_inner_texts()
+    assert any("distribute this software" in t for t in changed)
+    _shot(page, "compare-licence")
+    page.close()
 
 
 def _wrapped_numbers(page: Any) -> list[str]:

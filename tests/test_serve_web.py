@@ -15,7 +15,7 @@ from _serving import TestClient, make_client
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simhash_pg.serve.textdiff import diff, lang_of, tokens
+from simhash_pg.serve.textdiff import diff, lang_of, token_key, tokens
 
 EN = "The harbour master counted forty ships at anchor before the storm came in."
 EN2 = "The harbour master counted forty-one ships at anchor before the storm came in!"
@@ -94,7 +94,8 @@ def test_compare_marks_the_differences(client: TestClient) -> None:
 
 
 def test_texts_the_store_does_not_keep_are_said_so(pg_dsn: str) -> None:
-    with make_client(pg_dsn, verify="off") as client:  # "off" keeps no text
+    # "off" keeps no verification text, keep_text=False no text as written
+    with make_client(pg_dsn, verify="off", keep_text=False) as client:
         a = add(client, EN, "a")
         b = add(client, EN2, "b", dedup=False)
         page = client.get(f"/compare?a={a['id']}&b={b['id']}").text
@@ -143,7 +144,21 @@ def test_web_pages_stay_out_of_the_openapi_schema(client: TestClient) -> None:
 def test_tokens() -> None:
     assert tokens("the cat, sat") == ["the", " ", "cat", ",", " ", "sat"]
     assert tokens("北京 天气abc") == ["北", "京", " ", "天", "气", "abc"]
-    assert tokens("stocksrally北京") == list("stocksrally北京")  # no spaces: characters
+    assert tokens("北京，天气abc") == ["北", "京", "，", "天", "气", "abc"]
+    # letters and digits only (a verification text): characters
+    assert tokens("stocksrally北京") == list("stocksrally北京")
+    assert [token_key(t) for t in tokens("The\n\tＣａｔ")] == ["the", " ", "cat"]
+
+
+def test_a_lone_shared_word_between_changes_is_part_of_the_change() -> None:
+    d = diff("we sold the red car today", "we bought the blue car today")
+    assert [(p.op, p.text) for p in d.a] == [("same", "we "), ("changed", "sold the red"),
+                                             ("same", " car today")]
+    assert [(p.op, p.text) for p in d.b] == [("same", "we "), ("changed", "bought the blue"),
+                                             ("same", " car today")]
+    # two shared words stay shared
+    d = diff("we sold the old red car", "we bought the old blue car")
+    assert ("same", " the old ") in [(p.op, p.text) for p in d.a]
 
 
 def test_diff_by_words_and_by_characters() -> None:
@@ -166,10 +181,14 @@ def test_diff_pieces_rebuild_both_texts(a: str, b: str) -> None:
     d = diff(a, b)
     assert "".join(p.text for p in d.a) == a
     assert "".join(p.text for p in d.b) == b
-    # what is marked shared is the same on both sides, in the same order
-    assert "".join(p.text for p in d.a if p.op == "same") == \
-        "".join(p.text for p in d.b if p.op == "same")
-    assert (d.ratio == 1.0) == (a == b)
+    # what is marked shared is the same on both sides, in the same order (up to
+    # the kind of white space: tokens match by token_key)
+    def shared(pieces: list[Any]) -> str:
+        return re.sub(r"\s+", " ", "".join(p.text for p in pieces if p.op == "same"))
+
+    assert shared(d.a) == shared(d.b)
+    assert (d.ratio == 1.0) == ([token_key(t) for t in tokens(a)]
+                                == [token_key(t) for t in tokens(b)])
 
 
 def test_recent_and_groups_are_paginated(pg_dsn: str) -> None:
@@ -212,3 +231,95 @@ def test_a_pasted_text_is_normalised_as_the_store_keeps_it(pg_dsn: str, version:
             "SELECT verify_text FROM simhash_documents WHERE key = 'm'").fetchone()
         assert stored is not None and stored[0]
         assert _normalise(s, marked) == stored[0]
+
+
+# -- the text as written (revision 0021) ---------------------------------------------
+
+LICENCE = ("Permission is hereby granted, free of charge, to any person obtaining a copy of "
+           "this software. THE SOFTWARE IS PROVIDED \"AS IS\", WITHOUT WARRANTY OF ANY KIND.")
+LICENCE2 = ("Permission is hereby granted, free of charge, to any person obtaining a copy of "
+            "this package. THE PACKAGE IS PROVIDED \"AS IS\", WITHOUT WARRANTY OF ANY KIND!")
+
+
+def sides(page: str) -> list[list[tuple[str, str]]]:
+    """Each side's marked pieces, (op, text), unescaped."""
+    import html
+
+    return [[(op, html.unescape(t)) for op, t in
+             re.findall(r'<span class="(same|changed)">(.*?)</span>', side, re.DOTALL)]
+            for side in re.findall(r'<div class="doc-text"[^>]*>(.*?)</div>', page, re.DOTALL)]
+
+
+def test_compare_shows_english_as_written_marked_by_words(client: TestClient) -> None:
+    a = add(client, LICENCE, "mit")
+    b = add(client, LICENCE2, "mit-package", dedup=False)
+    page = client.get(f"/compare?a={a['id']}&b={b['id']}").text
+    assert "marked word by word" in page and "shown as written" in page
+    left, right = sides(page)
+    assert "".join(t for _, t in left) == LICENCE  # case and punctuation as written
+    assert "".join(t for _, t in right) == LICENCE2
+    # the words that differ, with the one shared word between them ("THE"):
+    # a changed passage reads as one
+    assert left == [
+        ("same", "Permission is hereby granted, free of charge, to any person obtaining a "
+                 "copy of this "),
+        ("changed", "software. THE SOFTWARE"),
+        ("same", ' IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND'),
+        ("changed", "."),
+    ]
+    assert [t for op, t in right if op == "changed"] == ["package. THE PACKAGE", "!"]
+
+
+def test_compare_shows_chinese_as_written_marked_by_characters(client: TestClient) -> None:
+    a = add(client, ZH, "zh-a")
+    b = add(client, ZH2, "zh-b", dedup=False)
+    page = client.get(f"/compare?a={a['id']}&b={b['id']}").text
+    assert "marked character by character" in page
+    left, right = sides(page)
+    assert "".join(t for _, t in left) == ZH and "，" in ZH  # punctuation kept
+    assert ("changed", "到") in left and ("changed", "去") in right
+    assert ("same", "今天北京天气晴朗，气温适宜，市民纷纷走出家门") in left
+
+
+def test_pages_show_the_text_as_written(client: TestClient) -> None:
+    marked = "<p>The <b>Harbour</b> Master counted forty ships &amp; two boats.</p>"
+    doc = add(client, marked, "marked")
+    visible = "The  Harbour  Master counted forty ships &amp; two boats."  # escaped &
+    assert visible in client.get("/recent").text
+    assert visible in client.post("/search", json={"text": marked}).text
+    # a pasted text is shown as pasted (its visible text), beside the stored one
+    pasted = "The Harbour Master counted FORTY ships & two boats!"
+    page = client.post("/compare-text", json={"text": pasted, "b": doc["id"]}).text
+    left, right = sides(page)
+    assert "".join(t for _, t in left) == pasted
+    assert "".join(t for _, t in right) == \
+        " The  Harbour  Master counted forty ships & two boats. "
+    # words match whatever their case: FORTY is shared, the "!" is not
+    assert left == [("same", "The Harbour Master counted FORTY ships & two boats"),
+                    ("changed", "!")]
+    assert client.get("/v1/documents/marked").json()["body"] == \
+        " The  Harbour  Master counted forty ships & two boats. "
+
+
+def test_a_body_with_markup_left_in_is_escaped(pg_dsn: str) -> None:
+    from simhash_pg.store import SimhashStore
+    from simhash_pg.text.schemes import Scheme
+
+    # scheme version 1 strips no markup: the body is the text as given, <script> and all
+    with SimhashStore(pg_dsn, scheme=Scheme(version=1)) as s:
+        a = s.add(SCRIPT, key="s").id
+        b = s.add(SCRIPT.replace("night", "day"), key="t", dedup=False).id
+        assert s.connection.execute("SELECT body FROM simhash_documents WHERE key = 's'"
+                                    ).fetchone() == (SCRIPT,)
+    with make_client(pg_dsn) as client:
+        pages = [client.get("/recent").text, client.get(f"/compare?a={a}&b={b}").text,
+                 client.post("/search", json={"text": SCRIPT}).text,
+                 client.post("/compare-text", json={"text": SCRIPT, "b": a}).text]
+    for page in pages:
+        assert "<script>alert" not in page and "<b>fell" not in page
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in pages[0]
+    # a tag the visible text keeps (a bare attribute is text): escaped too
+    with make_client(pg_dsn) as client:
+        add(client, "<script nonce>alert(1)</script> more words here", "bare")
+        assert "<script nonce>" not in client.get("/recent").text
+        assert "&lt;script nonce&gt;alert(1)" in client.get("/recent").text

@@ -29,7 +29,7 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 
 def open_store(
     dsn: str | None, scheme: SchemeSpec, k: int | None, verify: str | None = None,
-    *, read_only: bool = False, partition_interval: str | None = None,
+    *, read_only: bool = False, partition_interval: str | None = None, keep_text: bool = True,
 ) -> SimhashStore:
     """Open a store, turning connection and scheme problems into usage errors.
 
@@ -50,6 +50,8 @@ def open_store(
         kwargs["verify"] = verify
     if partition_interval is not None:
         kwargs["partition_interval"] = partition_interval
+    if not keep_text:
+        kwargs["keep_text"] = False
     try:
         if dsn is None:
             return SimhashStore(dsn, **kwargs)

@@ -43,6 +43,7 @@ from simhash_pg.cli.inputs import (
 from simhash_pg.cli.options import (
     SchemeSpec,
     input_options,
+    keep_text_option,
     output_kind,
     output_option,
     store_options,
@@ -346,12 +347,14 @@ def run_dedup(
               help="--link: store near-duplicates too, with duplicate_of set, so the store "
                    "(its web page's groups, near, SQL) holds every document and each pair; "
                    "--skip: store only the documents kept (a smaller store).")
+@keep_text_option()
 @click.option("--strict", is_flag=True, help="Stop at the first bad record instead of skipping.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary.")
 def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int | None,
             verify: str | None, fmt: str | None, text_field: str, all_files: bool,
             key_field: str | None, out_path: str | None, report_path: str | None,
-            workers: int | None, batch_size: int, link: bool, strict: bool, quiet: bool) -> None:
+            workers: int | None, batch_size: int, link: bool, keep_text: bool, strict: bool,
+            quiet: bool) -> None:
     """Deduplicate INPUTS (files, directories, or - for stdin) into the store.
 
     A .jsonl/.csv/.tsv file holds a document per record and a .txt file one per
@@ -394,7 +397,8 @@ def command(inputs: tuple[str, ...], dsn: str | None, scheme: SchemeSpec, k: int
     # closed or printed only asks for a stop that is under way.
     with StopSignals() as signals:
         with ExitStack() as stack:
-            store = stack.enter_context(open_store(dsn, scheme, k, verify))
+            store = stack.enter_context(open_store(dsn, scheme, k, verify,
+                                                   keep_text=keep_text))
             out = None
             if out_path:
                 fh = stack.enter_context(open(out_path, "w", encoding="utf-8", newline=""))

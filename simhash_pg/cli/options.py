@@ -78,6 +78,13 @@ def verify_option(
     return click.option("--verify", type=click.Choice(VERIFY_MODES), default=None, help=help)
 
 
+def keep_text_option() -> Callable[[F], F]:
+    """``--keep-text/--no-keep-text``: the store's ``keep_text`` (each text's ``body``)."""
+    return click.option("--keep-text/--no-keep-text", default=True, show_default=True,
+                        help="Keep each text as written (markup stripped) for the web page "
+                        "to show; --no-keep-text: about a quarter less room per row.")
+
+
 def store_options(func: F) -> F:
     """--dsn, --scheme, --k and --verify, for every command that opens a store."""
     options: tuple[Callable[[F], F], ...] = (

@@ -23,7 +23,7 @@ import os
 import click
 
 from simhash_pg.bits import DEFAULT_K
-from simhash_pg.cli.options import K_RANGE, dsn_option, verify_option
+from simhash_pg.cli.options import K_RANGE, dsn_option, keep_text_option, verify_option
 from simhash_pg.labels import K_HELP
 from simhash_pg.serve.settings import LOOPBACK_HOSTS, TOKEN_ENV
 
@@ -100,6 +100,7 @@ def _hosts(host: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--k", type=K_RANGE, default=DEFAULT_K, show_default=True,
               help=f"{K_HELP} A request may ask near with its own k.")
 @verify_option()
+@keep_text_option()
 @click.option("--on-duplicate", type=click.Choice(["skip", "link"]), default="skip",
               show_default=True, help="skip: a near-duplicate is not stored; link: it is, "
                                       "with duplicate_of (GET /v1/groups lists them).")
@@ -121,8 +122,8 @@ def _hosts(host: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
 def command(host: str, port: int, dsn: str | None, workers: int, token: str | None,
             token_file: str | None, no_token: bool, token_for_reads: bool,
             allowed_hosts: tuple[str, ...], max_body: int, pool_size: int, k: int,
-            verify: str | None, on_duplicate: str, graceful_timeout: int, read_only: bool,
-            allow_superuser: bool, log_level: str, access_log: bool) -> None:
+            verify: str | None, keep_text: bool, on_duplicate: str, graceful_timeout: int,
+            read_only: bool, allow_superuser: bool, log_level: str, access_log: bool) -> None:
     """Serve the store over HTTP: the /v1 API, the web page, /healthz, /metrics and
     /openapi.json."""
     import uvicorn
@@ -160,7 +161,8 @@ def command(host: str, port: int, dsn: str | None, workers: int, token: str | No
                             max_body_bytes=max_body, pool_min=min(2, pool_size),
                             pool_max=pool_size, k=k, verify=verify,  # type: ignore[arg-type]
                             on_duplicate=on_duplicate,  # type: ignore[arg-type]
-                            allowed_hosts=_hosts(host, allowed_hosts), read_only=read_only)
+                            allowed_hosts=_hosts(host, allowed_hosts), read_only=read_only,
+                            keep_text=keep_text)
     except ValueError as exc:
         fail(str(exc))
     os.environ.update(settings.to_env())

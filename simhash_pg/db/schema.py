@@ -30,11 +30,19 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
-__all__ = ["BLOCK_COLUMNS", "documents", "keys", "mask_sets", "meta", "metadata", "text_keys"]
+__all__ = ["BLOCK_COLUMNS", "BODY_COMMENT", "documents", "keys", "mask_sets", "meta", "metadata",
+           "text_keys"]
 
 metadata = MetaData()
 
 BLOCK_COLUMNS = ("b0", "b1", "b2", "b3")
+
+
+# simhash_documents.body's comment, as sql/0021_body.sql sets it
+BODY_COMMENT = (
+    "simhash-pg: the text as written (its visible text, markup stripped); NULL: a fingerprint, "
+    "a row stored before revision 0021, or a store with keep_text=False"
+)
 
 
 def _block_expr(shift: int) -> str:
@@ -76,6 +84,8 @@ documents = Table(
     # revision 0015: the hashes of its longest sentences, each a key (with its
     # min-hash and title keys since 0016); looked up through simhash_text_keys
     Column("sentence_hashes", ARRAY(BigInteger), nullable=True),
+    # revision 0021 (sql/0021_body.sql): the text as written, for people
+    Column("body", Text, nullable=True, comment=BODY_COMMENT),
     # not unique: keys are unique through simhash_keys (revision 0005)
     Index("simhash_documents_key_idx", "key", postgresql_where=text("key IS NOT NULL")),
     # revision 0004 (sql/0004_pair_indexes.sql): (b_i, b_(i+1 mod 4), fingerprint)

@@ -133,7 +133,7 @@ async def get_document(key: str, request: Request) -> DocumentOut:
         raise HTTPException(404, f"no stored document has the key {key!r}")
     return DocumentOut(id=doc.id, key=doc.key, fingerprint=doc.fingerprint,
                        fingerprint_hex=hex64(doc.fingerprint), duplicate_of=doc.duplicate_of,
-                       created_at=doc.created_at, meta=doc.meta)
+                       created_at=doc.created_at, meta=doc.meta, body=doc.body)
 
 
 @router.delete("/documents/{doc_id}", dependencies=writes,

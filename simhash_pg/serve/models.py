@@ -171,6 +171,8 @@ class DocumentOut(BaseModel):
     duplicate_of: int | None
     created_at: datetime
     meta: dict[str, Any] | None
+    body: str | None = Field(None, description="The text as written (markup stripped); "
+                             "null for a fingerprint or when the store does not keep it.")
 
 
 class FingerprintOut(BaseModel):

@@ -77,7 +77,8 @@ class Settings:
     max_body_bytes: a larger request body is refused with 413 before it is read.
     pool_min, pool_max, pool_timeout: the per-process connection pool, and how
     long a request waits for a connection before a 503.
-    k, verify, on_duplicate, lock_timeout: the store's, as SimhashStore takes them.
+    k, verify, on_duplicate, lock_timeout, keep_text: the store's, as SimhashStore
+    takes them.
     migrate: create or upgrade the schema on start (the CLI decides, as
     ``simhash-pg add`` does; see cli/serve.py).
     allowed_hosts: the names a request's Host header may give (without the
@@ -101,6 +102,7 @@ class Settings:
     migrate: bool = False
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     read_only: bool = False
+    keep_text: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "allowed_hosts", tuple(self.allowed_hosts))  # JSON gives a list
@@ -120,7 +122,7 @@ class Settings:
     def store_options(self) -> StoreOptions:
         """The store's options, checked once: every request's store takes them."""
         return StoreOptions(k=self.k, verify=self.verify, on_duplicate=self.on_duplicate,
-                            lock_timeout=self.lock_timeout)
+                            lock_timeout=self.lock_timeout, keep_text=self.keep_text)
 
     def to_env(self) -> dict[str, str]:
         """Environment variables that hand these settings to a worker process."""

@@ -5,7 +5,8 @@ text) and one small script, no build step and nothing from elsewhere:
 
 - ``/``: paste or upload a text and see its near-duplicates; add it;
 - ``/compare``: two stored documents (or a pasted text and a stored one)
-  side by side, their shared and differing passages marked;
+  side by side, as written (each row's ``body``), their shared and differing
+  passages marked;
 - ``/groups``, ``/recent``: the duplicate groups, the newest documents;
 - ``/stats``: the store's stats.
 
@@ -106,9 +107,12 @@ def _not_found(request: Request, message: str) -> HTMLResponse:
 # -- rows the pages show ------------------------------------------------------------
 
 def _row(doc: DocumentWithText) -> dict[str, Any]:
+    # "text" is what the page shows: the text as written (body) when the store
+    # kept it, else the verification text ("norm"), as before revision 0021
     return {"id": doc.id, "key": doc.key, "fingerprint": doc.fingerprint,
             "duplicate_of": doc.duplicate_of, "created_at": doc.created_at, "meta": doc.meta,
-            "text": doc.text}
+            "text": doc.body if doc.body is not None else doc.text,
+            "written": doc.body is not None, "norm": doc.text}
 
 
 def _fetch(store: SimhashStore, *, doc_id: int | None = None,
@@ -181,17 +185,26 @@ def compare_text(body: CompareTextIn, request: Request, store: Store) -> HTMLRes
     if doc is None:
         return _not_found(request, f"no stored document has the id {body.b}")
     fp = store.fingerprint(body.text)
+    # shown as pasted: its visible text, as the store would keep it
     pasted = {"id": None, "key": "(your text)", "fingerprint": fp, "duplicate_of": None,
-              "created_at": None, "meta": None, "text": _normalise(store, body.text)}
+              "created_at": None, "meta": None, "text": store.fingerprinter.written(body.text),
+              "written": True, "norm": _normalise(store, body.text)}
     (evidence,) = explain(store, body.text, [body.b], body.k)
     return _render(request, "_compare.html", **_comparison(pasted, doc, evidence))
 
 
 def _comparison(a: dict[str, Any], b: dict[str, Any], evidence: Evidence | None
                 ) -> dict[str, Any]:
-    both = a["text"] is not None and b["text"] is not None
+    # two texts as written are compared as written; if one side has none, both
+    # sides show their verification texts, which compare like with like
+    if not (a["written"] and b["written"]) and a["norm"] is not None \
+            and b["norm"] is not None:
+        a = a | {"text": a["norm"], "written": False}
+        b = b | {"text": b["norm"], "written": False}
+    both = a["text"] is not None and b["text"] is not None and a["written"] == b["written"]
     return {"a": a, "b": b, "distance": hamming(a["fingerprint"], b["fingerprint"]),
-            "diff": diff(a["text"], b["text"]) if both else None, "evidence": evidence}
+            "diff": diff(a["text"], b["text"]) if both else None, "evidence": evidence,
+            "written": a["written"] and b["written"]}
 
 
 @router.get("/compare", response_class=HTMLResponse)

@@ -14,7 +14,8 @@ Steps, each a function below:
 4. :func:`_decide`: every document in input order, exactly as sequential
    ``add()`` calls would decide it, against the stored rows and the batch's
    own earlier rows (:class:`~simhash_pg.store.batch_index.BatchIndex`);
-5. the new rows go in by one binary COPY (store/pgcopy.py).
+5. the new rows go in by one binary COPY (store/pgcopy.py), each text's body
+   (its text as written) with it.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class Prepared:
     items: list[Item]  # (0, None, None) where errors has a result
     errors: list[AddResult | None]
     vtexts: dict[int, VText] = field(default_factory=dict)  # texts, when the policy needs them
+    bodies: dict[int, str] = field(default_factory=dict)  # texts as written, when kept
 
     def valid(self) -> list[int]:
         return [i for i, e in enumerate(self.errors) if e is None]
@@ -71,11 +73,13 @@ class BatchOptions:
 
 
 def prepare(batch: Sequence[Any], fingerprinter: Fingerprinter, policy: VerifyPolicy,
-            workers: int | None, *, probes: bool = True) -> Prepared:
+            workers: int | None, *, probes: bool = True, keep_text: bool = True) -> Prepared:
     """Check and fingerprint a batch; errors as results, VTexts as the policy needs.
 
     ``probes=False``: without the texts' probe values, which only a look-up
-    uses (bulk_load looks nothing up).
+    uses (bulk_load looks nothing up). ``keep_text``: each text's body, its
+    text as written (``Fingerprinter.written``: in this process, as it costs
+    little next to the fingerprint and a worker would send it back pickled).
     """
     parsed: list[tuple[str | int, str | None, dict[str, Any] | None] | None] = []
     errors: list[AddResult | None] = [None] * len(batch)
@@ -109,6 +113,8 @@ def prepare(batch: Sequence[Any], fingerprinter: Fingerprinter, policy: VerifyPo
             out.items.append((0, None, None))
             continue
         out.items.append((fp, p[1], p[2]))
+        if keep_text and isinstance(p[0], str):
+            out.bodies[i] = fingerprinter.written(p[0])
     return out
 
 
@@ -249,7 +255,8 @@ def _decide(p: Prepared, valid: list[int], signed: dict[int, int], verifying: bo
         if key is not None:
             batch_keys[key] = i
         rows.append((new_id, key, signed[i], dup_of,
-                     Jsonb(meta) if meta is not None else None, vtext, sig, hashes))
+                     Jsonb(meta) if meta is not None else None, vtext, sig, hashes,
+                     p.bodies.get(i)))
     final = [r for r in results if r is not None]
     assert len(final) == len(results)
     return final, rows

@@ -2,8 +2,8 @@
 and ``dedup`` show, as :class:`SimhashStore <simhash_pg.store.core.SimhashStore>`
 methods (a mixin, so that the facade stays one file of operations).
 
-- :meth:`Browse.get`: a row by id or key;
-- :meth:`Browse.document` / :meth:`Browse.documents`: rows with their kept text;
+- :meth:`Browse.get`: a row by id or key (with its body, the text as written);
+- :meth:`Browse.document` / :meth:`Browse.documents`: rows with their kept texts;
 - :meth:`Browse.recent`: the newest rows, a page at a time;
 - :meth:`Browse.groups`: the documents near-duplicates were linked to, with them;
 - :meth:`Browse.key_reader`: rows by key on a connection of its own.
@@ -28,9 +28,10 @@ __all__ = ["Browse", "DocumentWithText", "DuplicateGroup", "KeyReader", "LinkedD
 
 @dataclass(frozen=True)
 class DocumentWithText(Document):
-    """A stored row with its verification text (None: the store does not keep it)."""
+    """A stored row with its verification text (None: the store does not keep it)
+    besides its ``body``."""
 
-    text: str | None
+    text: str | None = None
 
 
 class LinkedDuplicate(NamedTuple):
@@ -50,7 +51,7 @@ class DuplicateGroup(NamedTuple):
     members: list[LinkedDuplicate]
 
 
-_ROW = ("SELECT id, key, fingerprint, duplicate_of, created_at, meta, verify_text"
+_ROW = ("SELECT id, key, fingerprint, duplicate_of, created_at, meta, body, verify_text"
         " FROM simhash_documents")
 # One page of groups, by the id of the document the others were linked to
 # (on_duplicate="link" stores near-duplicates with duplicate_of; under
@@ -75,7 +76,8 @@ _KEYS = ("SELECT key, id, fingerprint, duplicate_of FROM simhash_documents"
 
 
 def _doc(r: tuple[Any, ...]) -> DocumentWithText:
-    return DocumentWithText(r[0], r[1], to_unsigned(r[2]), r[3], r[4], r[5], r[6])
+    return DocumentWithText(r[0], r[1], to_unsigned(r[2]), r[3], r[4], r[5], body=r[6],
+                            text=r[7])
 
 
 class Browse:
@@ -95,7 +97,7 @@ class Browse:
         row = self.connection.execute(sql.GET[col], [value], prepare=True).fetchone()
         if row is None:
             return None
-        return Document(row[0], row[1], to_unsigned(row[2]), row[3], row[4], row[5])
+        return Document(row[0], row[1], to_unsigned(row[2]), row[3], row[4], row[5], row[6])
 
     def document(self, id_or_key: int | str) -> DocumentWithText | None:
         """The stored row with this id (int) or key (str), with its text; None if none."""

@@ -83,11 +83,13 @@ def bulk_load(
     batch_size: int,
     workers: int | None,
     timings: dict[str, float] | None = None,
+    keep_text: bool = True,
 ) -> int:
     """Load ``docs`` into the empty table of ``conn``; return the rows loaded.
 
     Texts are checked and fingerprinted as add_many does them, and a row
-    keeps for verification what add() would keep (the store's ``policy``).
+    keeps for verification what add() would keep (the store's ``policy``),
+    and its body (the text as written) with ``keep_text``.
     """
     loaded = 0
     with conn.transaction():
@@ -110,7 +112,7 @@ def bulk_load(
         else:
             loaded = _copy_all(conn, docs, target, batch_size,
                                lambda batch: prepare(batch, fingerprinter, policy, workers,
-                                                     probes=False),
+                                                     probes=False, keep_text=keep_text),
                                policy.stored_fields)
         if loaded:
             conn.execute(
@@ -221,7 +223,7 @@ def _copy_all(
         rows = (
             # what the row keeps for verification, as add() would
             (next_id + i, key, to_signed(fp), None, Jsonb(meta) if meta is not None else None,
-             *stored_fields(p.vtexts.get(i)))
+             *stored_fields(p.vtexts.get(i)), p.bodies.get(i))
             for i, (fp, key, meta) in enumerate(p.items)
         )
         copy_documents(conn, rows, table=target, freeze=True)

@@ -45,6 +45,7 @@ class StoreOptions:
     retention: timedelta | None = None
     partition_interval: PartitionInterval | None = None
     verify: VerifyMode | None = None
+    keep_text: bool = True
 
     def __post_init__(self) -> None:
         check_k(self.k)
@@ -55,6 +56,8 @@ class StoreOptions:
         check_retention(self.retention)
         check_partition_interval(self.partition_interval)
         check_verify(self.verify)
+        if not isinstance(self.keep_text, bool):
+            raise ValueError(f"keep_text must be True or False, got {self.keep_text!r}")
 
 
 @dataclass(frozen=True)

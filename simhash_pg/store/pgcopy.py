@@ -3,7 +3,7 @@
 Two writers, one format (PostgreSQL's binary COPY: a header, rows of
 length-prefixed fields, a trailer):
 
-- :func:`copy_documents`: whole rows (key, meta, verification text...), each
+- :func:`copy_documents`: whole rows (key, meta, verification text, body...), each
   field encoded by psycopg; what ``add_many`` and ``bulk_load`` write;
 - :func:`binary_copy_data`: fixed-width fields built by NumPy, millions of
   rows a second; ``bulk_load``'s bare fingerprints and the benchmarks'
@@ -34,8 +34,8 @@ __all__ = [
 
 # The columns (and their types) of the rows copy_documents takes, in order.
 DOCUMENT_COLUMNS = ("id", "key", "fingerprint", "duplicate_of", "meta", "verify_text",
-                    "sentence_sig", "sentence_hashes")
-_DOCUMENT_TYPES = ["int8", "text", "int8", "int8", "jsonb", "text", "int8", "int8[]"]
+                    "sentence_sig", "sentence_hashes", "body")
+_DOCUMENT_TYPES = ["int8", "text", "int8", "int8", "jsonb", "text", "int8", "int8[]", "text"]
 _COPY = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY{})")
 
 # The columns copy_fingerprints writes; the others take their defaults.

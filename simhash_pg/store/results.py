@@ -109,7 +109,12 @@ class Pair:
 
 @dataclass(frozen=True)
 class Document:
-    """A stored row, as :meth:`SimhashStore.get` returns it."""
+    """A stored row, as :meth:`SimhashStore.get` returns it.
+
+    ``body``: the text as written (its visible text: markup stripped, spaces,
+    punctuation and case kept); None for a fingerprint, a row stored before
+    revision 0021, or a store opened with ``keep_text=False``.
+    """
 
     id: int
     key: str | None
@@ -117,6 +122,7 @@ class Document:
     duplicate_of: int | None
     created_at: datetime
     meta: dict[str, Any] | None
+    body: str | None = None
 
 
 @dataclass

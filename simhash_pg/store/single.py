@@ -2,9 +2,12 @@
 
 A fingerprint, or a text whose store neither verifies nor keeps texts, goes
 through the SQL function ``simhash_add``: check and insert in one round
-trip, its pigeonhole locks taken inside (k <= 3). A text that is verified
-or whose text is kept is re-checked in Python, so :func:`add_verified` takes
-the locks itself, then looks up the key and the candidates, then inserts.
+trip, its pigeonhole locks taken inside (k <= 3); a text's body (its text as
+written) is then set in the same transaction, so ``simhash_add`` keeps the
+signature analysts call. A text that is verified or whose verification
+text is kept is re-checked in Python, so :func:`add_verified` takes the
+locks itself, then looks up the key and the candidates, then inserts (its
+body with it).
 """
 
 from __future__ import annotations
@@ -26,16 +29,27 @@ __all__ = ["add_plain", "add_verified"]
 def add_plain(
     conn: psycopg.Connection[Any], statement: str, fp: int, key: str | None,
     meta: dict[str, Any] | None, k: int, mode: str, lock_timeout: float | None,
+    *, body: str | None = None,
 ) -> AddResult:
-    """``simhash_add`` (``statement``) of one fingerprint; ``mode``: skip, link or insert."""
+    """``simhash_add`` (``statement``) of one fingerprint; ``mode``: skip, link or insert.
+
+    ``body``: the text as written, set on the row if one was inserted.
+    """
     args = [to_signed(fp), key, Jsonb(meta) if meta is not None else None, k, mode]
     # one statement, its own transaction (autocommit): a rerun is safe
     # unless the caller has a transaction open on this connection
     idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-    row = locking.retrying(
-        conn, lambda: conn.execute(statement, args, prepare=True).fetchone(),
-        lock_timeout=lock_timeout, retry=idle,
-    )
+
+    def attempt() -> tuple[Any, ...] | None:
+        if body is None:
+            return conn.execute(statement, args, prepare=True).fetchone()
+        with conn.transaction():  # the row and its body, or neither
+            got = conn.execute(statement, args, prepare=True).fetchone()
+            if got is not None and got[4]:  # inserted
+                conn.execute(sql.SET_BODY, [body, got[0]], prepare=True)
+            return got
+
+    row = locking.retrying(conn, attempt, lock_timeout=lock_timeout, retry=idle)
     assert row is not None
     rid, rfp, dup, dist, inserted, dup_key = row
     return AddResult(rid, to_unsigned(rfp), dup, dist, inserted, key=key, duplicate_key=dup_key,
@@ -46,6 +60,7 @@ def add_verified(
     conn: psycopg.Connection[Any], fp: int, vt: VText, key: str | None,
     meta: dict[str, Any] | None, k: int, on_duplicate: OnDuplicate, dedup: bool,
     policy: VerifyPolicy, lock_timeout: float | None, probe_locks: bool = True,
+    *, body: str | None = None,
 ) -> AddResult:
     """add() of a text when verification is on or its text is kept: three round trips.
 
@@ -53,7 +68,8 @@ def add_verified(
     its signature; else the store-wide one when the policy's radius exceeds
     3, as for a short text), then the key and the candidates, then the
     insert. ``probe_locks=False`` (a test's proof that they matter) locks a
-    probed text by its own blocks alone.
+    probed text by its own blocks alone. ``body``: the text as written, stored
+    with the row.
     """
     signed = to_signed(fp)
     vtext, sig, hashes = policy.stored_fields(vt)
@@ -88,7 +104,7 @@ def add_verified(
             row = conn.execute(
                 sql.INSERT,
                 [key, signed, best.id if best else None,
-                 Jsonb(meta) if meta is not None else None, vtext, sig, hashes],
+                 Jsonb(meta) if meta is not None else None, vtext, sig, hashes, body],
                 prepare=True,
             ).fetchone()
             assert row is not None

@@ -20,6 +20,7 @@ __all__ = [
     "NEAR_MANY",
     "NEXT_IDS",
     "PAIRS",
+    "SET_BODY",
     "add_statement",
 ]
 
@@ -39,7 +40,7 @@ def add_statement(function: str = "simhash_add") -> str:
 
 
 GET = {
-    col: "SELECT id, key, fingerprint, duplicate_of, created_at, meta"
+    col: "SELECT id, key, fingerprint, duplicate_of, created_at, meta, body"
     f" FROM simhash_documents WHERE {col} = %s"
     for col in ("id", "key")
 }
@@ -70,6 +71,10 @@ NEXT_IDS = (
 )
 INSERT = (
     "INSERT INTO simhash_documents"
-    " (key, fingerprint, duplicate_of, meta, verify_text, sentence_sig, sentence_hashes)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id"
+    " (key, fingerprint, duplicate_of, meta, verify_text, sentence_sig, sentence_hashes, body)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
 )
+# The body of the row simhash_add just inserted, in its transaction: the row's
+# created_at is the transaction's now() (its default), which prunes the
+# search to one partition.
+SET_BODY = "UPDATE simhash_documents SET body = %s WHERE id = %s AND created_at = now()"

@@ -41,7 +41,7 @@ from simhash_pg.text.visible import strip_markup, strip_markup_deep
 
 __all__ = [
     "IGNORABLE", "ensure_str", "fix_surrogates", "normalize", "normalize_visible", "strip_html",
-    "to_simplified",
+    "to_simplified", "written",
 ]
 
 # Unicode's Default_Ignorable_Code_Point set (DerivedCoreProperties.txt,
@@ -141,6 +141,25 @@ def normalize(
     if _CONTROL.search(text) is not None:
         text = _CONTROL.sub(" ", text)
     return _WS_RUN.sub(" ", text).strip()
+
+
+def written(text: str, *, html: bool = False, visible: bool = False, deep: bool = False) -> str:
+    """The text as written that a fingerprint reads: rules 2-4 only, for people.
+
+    Markup goes as rule 4 removes it (``html``, else ``visible``, ``deep``
+    as the scheme's features take it); spaces, punctuation and case stay.
+    Lone surrogates become U+FFFD and NUL a space (rules 2 and 3): what a
+    PostgreSQL text value can hold. Nothing else changes: the store keeps this
+    (``simhash_documents.body``) and the web page shows it.
+    """
+    text = fix_surrogates(ensure_str(text))
+    if "\x00" in text:
+        text = text.replace("\x00", " ")
+    if html:
+        return strip_html(text)
+    if visible:
+        return strip_markup_deep(text) if deep else strip_markup(text)
+    return text
 
 
 def normalize_visible(text: str, *, t2s: bool = True, ignorables: bool = True) -> str:

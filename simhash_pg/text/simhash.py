@@ -39,7 +39,7 @@ from simhash_pg.text.features import (
     extract_named,
     resolve_auto,
 )
-from simhash_pg.text.normalize import ensure_str, normalize
+from simhash_pg.text.normalize import ensure_str, normalize, written
 from simhash_pg.text.probes import Probes, block_probes
 from simhash_pg.text.schemes import Scheme, get_scheme
 from simhash_pg.text.workers import parallel, pool_size
@@ -172,6 +172,14 @@ class Fingerprinter:
         s = self.scheme
         return normalize(text, html=s.html, t2s=s.t2s, visible=bool(s.visible),
                          ignorables=s.ignorables)
+
+    def written(self, text: str) -> str:
+        """``text`` as written, its markup removed as this scheme removes it: the
+        visible text the fingerprint reads, with spaces, punctuation and case
+        (:func:`simhash_pg.text.normalize.written`)."""
+        s = self.scheme
+        return written(text, html=s.html, visible=bool(s.visible),
+                       deep=s.version >= 3 and bool(s.visible))
 
     def feature_text(self, text: str, norm: str | None = None) -> str:
         """The normalised text the features of ``text`` are taken from.
