@@ -14,11 +14,18 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from simhash_pg.cli.dedup import Summary
     from simhash_pg.cli.inputs import ReadProgress
+
+
+class Summary(Protocol):
+    """What the line reads of dedup's Summary (a Protocol: dedup imports this module)."""
+
+    read: int
+    duplicates: int
+    errors: int
 
 # The reading redraws at most this often (seconds): rich draws 10 times a second anyway,
 # and a record costs microseconds.
