@@ -1,4 +1,4 @@
-"""``simhash-pg bench async`` end to end on a small store, scratch and as it is (--store)."""
+"""``simhash-pg bench async`` and ``bench keep-text`` end to end on small stores."""
 
 from __future__ import annotations
 
@@ -41,3 +41,16 @@ def test_bench_async_measures_a_store_as_it_is(pg_dsn: str) -> None:
     with SimhashStore(pg_dsn) as store:
         assert store.count() >= 50  # nothing emptied
 
+
+
+def test_bench_keep_text_compares_both_stores(pg_dsn: str) -> None:
+    res = CliRunner().invoke(cli, ["bench", "keep-text", "--n", "200", "--adds", "10",
+                                   "--batches", "2", "--batch-size", "20", "--dsn", pg_dsn])
+    assert res.exit_code == 0, res.output
+    assert re.search(r"^keep/without: add p50 [\d.]+x, add_many docs/s [\d.]+x$",
+                     res.output, re.M), res.output
+    with SimhashStore(pg_dsn) as store:
+        rows = store.connection.execute(
+            "SELECT count(*) FILTER (WHERE body IS NOT NULL), count(*) FILTER (WHERE body IS NULL)"
+            " FROM simhash_documents").fetchone()
+    assert rows is not None and rows[0] > 200 and rows[1] > 0  # both stores wrote

@@ -22,6 +22,7 @@ _BENCHES = {
     "day": "lab.bench.day:command",
     "scale": "lab.bench.scale:command",
     "async": "lab.bench.asyncstore:command",
+    "keep-text": "lab.bench.keeptext:command",
 }
 
 
