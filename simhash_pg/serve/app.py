@@ -12,8 +12,8 @@ token too. Every error is JSON
 with a 4xx, or a 503 when the database is busy or away: a client's request
 never gets a 500 (errors.py maps the store's exceptions).
 
-Another router (the web page) plugs in with ``app.include_router(...)``
-in :func:`create_app`, and gets a store per request from
+Another router plugs in with ``app.include_router(...)`` in
+:func:`create_app` (the web page: ``web.install``), and gets a store per request from
 :func:`simhash_pg.serve.deps.get_store`.
 """
 
@@ -70,7 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = metrics
     errors.install(app)
     app.include_router(api.router)
-    app.include_router(web.router)  # the web page, at /
+    web.install(app)  # the web page, at / (its files at /static)
 
     @app.get("/healthz", summary="200 if the database answers, else 503", tags=["ops"])
     def healthz(request: Request) -> dict[str, str]:
