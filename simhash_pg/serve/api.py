@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request
 
 from simhash_pg.bits import blocks, to_signed
 from simhash_pg.serve.deps import Authenticated, require_read, require_write, with_store
@@ -44,7 +44,7 @@ from simhash_pg.store.checks import MAX_BIGINT
 from simhash_pg.store.evidence import explain as explain_matches
 from simhash_pg.verify.evidence import Evidence
 
-__all__ = ["router"]
+__all__ = ["install", "router"]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": Error} for code in (401, 413, 422, 503)
@@ -63,6 +63,12 @@ def _post_json(path: str, **options: Any) -> Callable[[E], E]:
         return endpoint
 
     return add
+
+
+def install(app: FastAPI) -> None:
+    """The /v1 endpoints as the app's own routes, the near endpoints first: the app's
+    router tries them in order, and matches an included router's routes twice."""
+    app.router.routes.extend(router.routes)
 
 
 def add_out(r: AddResult) -> AddOut:
@@ -102,6 +108,20 @@ def run_near_batch(store: SimhashStore, body: NearBatchIn) -> NearBatchOut:
     return NearBatchOut(results=[_matches(m[:body.limit]) for m in found])
 
 
+@_post_json("/near", dependencies=reads, response_model=NearOut,
+            summary="Stored documents near a text or fingerprint, nearest first")
+async def near(body: NearIn, request: Request,
+               explain: Annotated[bool, Query(description="As the body's explain.")] = False,
+               ) -> NearOut:
+    return await with_store(request, lambda store: run_near(store, body, explain))
+
+
+@_post_json("/near/batch", dependencies=reads, response_model=NearBatchOut,
+            summary="near for many queries (near_many), in query order")
+async def near_batch(body: NearBatchIn, request: Request) -> NearBatchOut:
+    return await with_store(request, lambda store: run_near_batch(store, body))
+
+
 @_post_json("/documents", dependencies=writes, response_model=AddOut,
             summary="Add a document, unless it near-duplicates a stored one")
 async def add(body: AddIn, request: Request) -> AddOut:
@@ -121,20 +141,6 @@ async def add_batch(body: BatchAddIn, request: Request) -> list[AddOut]:
         progress=results.extend))
     request.app.state.metrics.count_adds(results)
     return [add_out(r) for r in results]
-
-
-@_post_json("/near", dependencies=reads, response_model=NearOut,
-            summary="Stored documents near a text or fingerprint, nearest first")
-async def near(body: NearIn, request: Request,
-               explain: Annotated[bool, Query(description="As the body's explain.")] = False,
-               ) -> NearOut:
-    return await with_store(request, lambda store: run_near(store, body, explain))
-
-
-@_post_json("/near/batch", dependencies=reads, response_model=NearBatchOut,
-            summary="near for many queries (near_many), in query order")
-async def near_batch(body: NearBatchIn, request: Request) -> NearBatchOut:
-    return await with_store(request, lambda store: run_near_batch(store, body))
 
 
 @router.get("/documents/{key:path}", dependencies=reads, response_model=DocumentOut,

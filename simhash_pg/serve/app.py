@@ -69,7 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     errors.install(app)
-    app.include_router(api.router)
+    api.install(app)
     web.install(app)  # the web page, at / (its files at /static)
 
     @app.get("/healthz", summary="200 if the database answers, else 503", tags=["ops"])

@@ -41,6 +41,7 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import request_response
 
 from simhash_pg.serve.deps import GUARDS, Guard, bearer
 
@@ -51,8 +52,19 @@ _MISSING = [{"type": "missing", "loc": ("body",), "msg": "Field required", "inpu
 
 class JsonRoute(APIRoute):
     """An APIRoute for ``async def endpoint(body: Model, request: Request, [query params])``
-    whose dependencies are guards; include its router without dependencies of its own
-    (they would not be run)."""
+    whose dependencies are guards.
+
+    Put it in the app's own routes (``app.router.routes``), not through
+    ``include_router``: an included router's routes are matched twice, with
+    FastAPI's handler wrapper, and the include's own dependencies would not be
+    run.
+    """
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **options: Any) -> None:
+        super().__init__(path, endpoint, **options)
+        # Starlette's wrapper (the app's exception handlers), not FastAPI's, whose
+        # exit stacks are for dependencies with yield, which a guard is not
+        self.app = request_response(self.get_route_handler())
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         dependant = self.dependant
