@@ -157,8 +157,9 @@ def measure(via: str, target: str, workload: str, procs: int, seconds: float,
 @click.option("--against", type=click.Path(exists=True, file_okay=False, resolve_path=True),
               default=None, help="Compare with the server of this checkout (another "
               "commit's worktree), in alternating rounds, instead of the Python API.")
-@click.option("--rounds", type=click.IntRange(1), default=3, show_default=True,
-              help="With --against: rounds per workload, each measuring both servers.")
+@click.option("--rounds", type=click.IntRange(1), default=4, show_default=True,
+              help="With --against: rounds per workload, each measuring both servers "
+              "(even: each goes first as often).")
 @scratch_options
 def command(n: int, workers: int, clients: int | None, seconds: float,
             workloads: tuple[str, ...], seed: int, against: str | None, rounds: int,
@@ -173,7 +174,7 @@ def command(n: int, workers: int, clients: int | None, seconds: float,
 
 def _run(dsn: str, n: int, workers: int, clients: int, seconds: float,
          workloads: tuple[str, ...], seed: int, against: str | None = None,
-         rounds: int = 3) -> None:
+         rounds: int = 4) -> None:
     global _STORED
     import psycopg
 
@@ -249,7 +250,10 @@ def _compare(dsn: str, against: str, workers: int, clients: int, seconds: float,
                 for name, url in turns if r % 2 == 0 else turns[::-1]:
                     pid = (this if name == "this" else other).process.pid
                     cpu = _tree_cpu(pid)
-                    m = measure("http", url, w, clients, seconds, seed + 1 + r)
+                    # each server and round its own inputs: an add of what the other
+                    # just added would be a duplicate, cheaper than an insert
+                    m = measure("http", url, w, clients, seconds,
+                                seed + 1 + 2 * r + (name == "against"))
                     # the clients' warm-up calls (30 each) are in the CPU too
                     m["server_us"] = (_tree_cpu(pid) - cpu) / (m["n"] + 30 * clients) * 1e6
                     got[name].append(m)
