@@ -4,8 +4,8 @@ per-request dependency solving.
 Profiled under load (one worker, near by fingerprint), FastAPI's request
 handler (dependency solving, telemetry, the endpoint's context, response
 validation) took more of the event loop's time than the store's work. The
-hot endpoints (``POST /v1/near``, ``/v1/near/batch``, ``/v1/documents``)
-are therefore JsonRoutes: declared as any FastAPI endpoint (so the router
+hot endpoints (``POST /v1/near``, ``/v1/near/batch``, ``/v1/documents``
+and its batch) are therefore JsonRoutes: declared as any FastAPI endpoint (so the router
 matches them, /metrics labels them by their path, and the OpenAPI schema
 describes them), but answered by a short handler that runs the route's own
 parts in FastAPI's order:
