@@ -1,5 +1,6 @@
-"""What ``serve`` refuses: foreign Host names, two Authorization headers, bad input as an
-outage, reads past --token-for-reads, and where the database is to those without the token.
+"""What ``serve`` refuses: foreign Host names, two Authorization headers, writes to a read-only
+server, bad input as an outage, reads past --token-for-reads, and where the database is to
+those without the token.
 
 In process (TestClient); test_serve_start.py has the checks at start and
 the ones that need a real uvicorn.
@@ -45,21 +46,52 @@ def test_allowed_hosts_are_answered(pg_dsn: str) -> None:
 
 
 @pytest.mark.parametrize(("path", "body"), [
-    ("/v1/documents", {"text": TEXT}),  # the fast path's route
+    ("/v1/documents", {"text": TEXT}),  # JsonRoutes (serve/route.py)
     ("/v1/near", {"fingerprint": 5}),
-    ("/v1/documents/batch", {"docs": [{"text": TEXT}]}),  # FastAPI's only
+    ("/v1/fingerprint", {"text": TEXT}),  # FastAPI's own routes
+    ("/search", {"text": TEXT}),  # the web page's
 ])
 @pytest.mark.parametrize("order", [("wrong", "s3cret"), ("s3cret", "wrong")])
 def test_two_authorization_headers_are_refused(pg_dsn: str, path: str, body: Any,
                                                order: tuple[str, str]) -> None:
-    """The fast path read the last, FastAPI the first: now neither reads either."""
+    """Which one to judge would be a guess: every endpoint that reads the credentials
+    refuses the request (400), whichever comes first."""
     with make_client(pg_dsn, token="s3cret", token_for_reads=True) as client:
         headers = [("Authorization", f"Bearer {t}") for t in order]
         r = client.post(path, json=body, headers=headers)
         assert r.status_code == 400, r.text
-        assert "Authorization" in r.json()["detail"]
+        assert r.json() == {"error": "bad_request", "detail": "ambiguous credentials: the "
+                            "request has more than one Authorization header; send one"}
         assert client.get("/v1/stats", headers=headers).status_code == 400
         assert client.get("/v1/stats", headers=AUTH).json()["rows"] == 0
+
+
+def test_two_authorization_headers_are_refused_without_a_token(pg_dsn: str) -> None:
+    """Even where no token is needed: one behaviour, whatever the server's settings."""
+    headers = [("Authorization", "Bearer a"), ("Authorization", "Bearer b")]
+    with make_client(pg_dsn) as client:
+        for path, body in (("/v1/near", {"fingerprint": 5}), ("/v1/documents", {"text": TEXT}),
+                           ("/v1/fingerprint", {"text": TEXT})):
+            assert client.post(path, json=body, headers=headers).status_code == 400, path
+        assert client.get("/v1/stats", headers=headers).status_code == 400
+        assert client.get("/v1/stats").json()["rows"] == 0
+        assert client.post("/v1/near", json={"fingerprint": 5}).status_code == 200
+
+
+def test_a_read_only_server_refuses_every_write(pg_dsn: str) -> None:
+    """403 from the one write guard, on a JsonRoute and on FastAPI's own routes alike; reads
+    and the web page's search go on."""
+    with make_client(pg_dsn, token="s3cret", read_only=True) as client:
+        for method, path, body in (("POST", "/v1/documents", {"text": TEXT}),
+                                   ("POST", "/v1/documents/batch", {"docs": [{"text": TEXT}]}),
+                                   ("DELETE", "/v1/documents/1", None)):
+            r = client.request(method, path, json=body, headers=AUTH)
+            assert r.status_code == 403 and "read-only" in r.json()["detail"], path
+            # the token first: without it, a 401 says nothing about the server
+            assert client.request(method, path, json=body).status_code == 401, path
+        assert client.post("/v1/near", json={"text": TEXT}).status_code == 200
+        assert client.post("/search", json={"text": TEXT}).status_code == 200
+        assert client.get("/v1/stats").json()["rows"] == 0
 
 
 @pytest.mark.parametrize(("method", "path", "body", "field"), [

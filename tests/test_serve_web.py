@@ -126,11 +126,39 @@ def test_writes_are_not_made_by_the_pages(pg_dsn: str) -> None:
         assert client.get("/recent").text.count("<tr>") == 0
 
 
-def test_static_files_are_a_fixed_list(client: TestClient) -> None:
-    assert client.get("/static/web.css").headers["content-type"].startswith("text/css")
-    assert client.get("/static/web.js").status_code == 200
-    for bad in ("../web.py", "..%2Fweb.py", "web.py", "%2e%2e/app.py"):
+def test_static_files_are_served_from_static_only(client: TestClient) -> None:
+    """StaticFiles: the page's files with their types and headers, nothing from elsewhere."""
+    for name, kind in (("web.css", "text/css"), ("web.js", "javascript"),
+                       ("favicon.svg", "image/svg+xml")):
+        r = client.get(f"/static/{name}")
+        assert r.status_code == 200 and kind in r.headers["content-type"], name
+        assert r.headers["x-content-type-options"] == "nosniff"
+        assert r.headers["cache-control"] == "max-age=300"
+        again = client.get(f"/static/{name}", headers={"If-None-Match": r.headers["etag"]})
+        assert again.status_code == 304, name
+    assert client.head("/static/web.css").status_code == 200
+    for bad in ("../web.py", "..%2Fweb.py", "web.py", "%2e%2e/app.py", "", "nope.js"):
         assert client.get(f"/static/{bad}").status_code == 404, bad
+    assert client.post("/static/web.css").status_code == 405
+
+
+def test_a_locked_page_does_not_reach_the_database(pg_dsn: str) -> None:
+    """The lock is a dependency that runs before the store's: no connection is borrowed."""
+    with make_client(pg_dsn, token="s3cret", token_for_reads=True) as client:
+        pool = client.app.state.serve.pool  # type: ignore[attr-defined]
+        before = pool.get_stats().get("requests_num", 0)
+        for path in ("/recent", "/groups", "/stats", "/compare?a=1&b=2", "/compare?a=x"):
+            r = client.get(path)
+            assert r.status_code == 401 and "needs its token" in r.text, path
+            assert r.headers["content-type"].startswith("text/html"), path
+            assert "default-src 'none'" in r.headers["content-security-policy"], path
+        assert pool.get_stats().get("requests_num", 0) == before
+        # (which counts: a read with the token borrows one)
+        client.get("/v1/stats", headers={"Authorization": "Bearer s3cret"})
+        assert pool.get_stats().get("requests_num", 0) > before
+    with make_client(pg_dsn, token="s3cret") as client:  # reads open: the pages answer
+        for path in ("/recent", "/groups", "/stats"):
+            assert client.get(path).status_code == 200, path
 
 
 def test_web_pages_stay_out_of_the_openapi_schema(client: TestClient) -> None:

@@ -52,12 +52,13 @@ class Served:
 @contextlib.contextmanager
 def served(dsn: str | None, *args: str, workers: int = 1, token: str | None = None,
            start_timeout: float = 60.0, log: IO[bytes] | None = None,
-           env: dict[str, str] | None = None) -> Iterator[Served]:
+           env: dict[str, str] | None = None, cwd: str | None = None) -> Iterator[Served]:
     """Run ``simhash-pg serve --dsn DSN --workers N ARGS...`` until the block ends.
 
     ``dsn`` None: without --dsn, the embedded server (``env`` may name its
-    SIMHASH_PG_HOME). Its output (uvicorn's log: stderr; its access log:
-    stdout) goes to ``log`` (a file), else to this process's.
+    SIMHASH_PG_HOME). ``cwd``: where it runs (``-m`` imports from there first).
+    Its output (uvicorn's log: stderr; its access log: stdout) goes to ``log``
+    (a file), else to this process's.
     """
     port = free_port()
     environ = {k: v for k, v in os.environ.items()
@@ -69,7 +70,7 @@ def served(dsn: str | None, *args: str, workers: int = 1, token: str | None = No
     cmd = [sys.executable, "-m", "simhash_pg.cli", "serve", *where, "--port", str(port),
            "--workers", str(workers), "--log-level", "warning", *args]
     process = subprocess.Popen(cmd, env=environ, start_new_session=True, stdout=log,
-                               stderr=log)
+                               stderr=log, cwd=cwd)
     server = Served(f"http://127.0.0.1:{port}", process)
     try:
         deadline = time.monotonic() + start_timeout

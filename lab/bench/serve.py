@@ -13,6 +13,15 @@ connection each, against the W workers), each for --seconds after a warm-up:
 - ``add fp``: add(fingerprint), 90% new, 10% near-duplicates of stored ones;
 - ``add text``: add(text) of new random texts (verified, their texts kept).
 
+With ``--against DIR`` (a checkout of another commit, e.g. a git worktree)
+it compares two versions of the server instead: a second server runs DIR's
+simhash_pg (run in DIR, with DIR on PYTHONPATH), over the same database, and for each workload the
+two are measured in ``--rounds`` turns, the order alternating (A B, B A,
+...), so a drift of the machine's load falls on both; the Python API side
+is left out. Each round's req/s is printed, with the CPU the server's
+processes spent per request (``server us``, from /proc: less moved by other
+users' load than req/s), then the medians and their ratios.
+
 requests/s: completed calls of all processes / the window; p50 and p99:
 each call's latency as its caller saw it; caller us: the CPU time the
 calling processes spent per call in the window (the Python API's: the
@@ -145,19 +154,27 @@ def measure(via: str, target: str, workload: str, procs: int, seconds: float,
 @click.option("--workload", "workloads", type=click.Choice(WORKLOADS), multiple=True,
               help="Only these workloads (repeatable; default: all).")
 @click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--against", type=click.Path(exists=True, file_okay=False, resolve_path=True),
+              default=None, help="Compare with the server of this checkout (another "
+              "commit's worktree), in alternating rounds, instead of the Python API.")
+@click.option("--rounds", type=click.IntRange(1), default=4, show_default=True,
+              help="With --against: rounds per workload, each measuring both servers "
+              "(even: each goes first as often).")
 @scratch_options
 def command(n: int, workers: int, clients: int | None, seconds: float,
-            workloads: tuple[str, ...], seed: int, dsn: str | None, home: str | None,
-            keep: bool) -> None:
+            workloads: tuple[str, ...], seed: int, against: str | None, rounds: int,
+            dsn: str | None, home: str | None, keep: bool) -> None:
     """HTTP requests/s and p50/p99 per endpoint, beside the Python API's, in one run."""
     from simhash_pg.db.server import sized_settings
 
     with scratch_dsn(dsn, home=home, keep=keep, settings=sized_settings(large=True)) as url:
-        _run(url, n, workers, clients or 2 * workers, seconds, workloads or WORKLOADS, seed)
+        _run(url, n, workers, clients or 2 * workers, seconds, workloads or WORKLOADS, seed,
+             against, rounds)
 
 
 def _run(dsn: str, n: int, workers: int, clients: int, seconds: float,
-         workloads: tuple[str, ...], seed: int) -> None:
+         workloads: tuple[str, ...], seed: int, against: str | None = None,
+         rounds: int = 4) -> None:
     global _STORED
     import psycopg
 
@@ -180,6 +197,9 @@ def _run(dsn: str, n: int, workers: int, clients: int, seconds: float,
         warmed = _prewarm(conn)
         version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
     _STORED = fps
+    if against is not None:
+        _compare(dsn, against, workers, clients, seconds, workloads, seed, rounds)
+        return
     echo(f"simhash-pg bench serve: n={n:,}, {workers} server workers and {workers} Python "
          f"API processes, {clients} HTTP clients, {seconds:g} s each, verify={verify}")
     echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores; loaded and warmed "
@@ -206,3 +226,69 @@ def _run(dsn: str, n: int, workers: int, clients: int, seconds: float,
         for message in sorted(set(failed))[:5]:
             echo(f"error: {message}", err=True)
         raise click.ClickException(f"{len(failed)} HTTP requests failed")
+
+
+def _compare(dsn: str, against: str, workers: int, clients: int, seconds: float,
+             workloads: tuple[str, ...], seed: int, rounds: int) -> None:
+    """This checkout's server against ``against``'s, HTTP only, in alternating rounds."""
+    import statistics
+
+    from lab.bench._server import served
+
+    echo = click.echo
+    echo(f"simhash-pg bench serve: this checkout against {against}: {workers} workers "
+         f"each, {clients} HTTP clients, {seconds:g} s a measure, {rounds} rounds")
+    args = ("--pool-size", str(max(4, clients)), "--allow-superuser")
+    failed: list[str] = []
+    with served(dsn, *args, workers=workers) as this, \
+            served(dsn, *args, workers=workers, env={"PYTHONPATH": against},
+                   cwd=against) as other:
+        for w in workloads:
+            got: dict[str, list[dict[str, Any]]] = {"this": [], "against": []}
+            for r in range(rounds):
+                turns = [("this", this.url), ("against", other.url)]
+                for name, url in turns if r % 2 == 0 else turns[::-1]:
+                    pid = (this if name == "this" else other).process.pid
+                    cpu = _tree_cpu(pid)
+                    # each server and round its own inputs: an add of what the other
+                    # just added would be a duplicate, cheaper than an insert
+                    m = measure("http", url, w, clients, seconds,
+                                seed + 1 + 2 * r + (name == "against"))
+                    # the clients' warm-up calls (30 each) are in the CPU too
+                    m["server_us"] = (_tree_cpu(pid) - cpu) / (m["n"] + 30 * clients) * 1e6
+                    got[name].append(m)
+                    failed += m["errors"]
+                    echo(f"{w:<12} round {r + 1} {name:<8} {m['rps']:>8.0f} req/s  "
+                         f"p50 {m['p50']:.2f}  p99 {m['p99']:.2f} ms  "
+                         f"server {m['server_us']:.0f} us/req")
+            med = {k: {f: statistics.median(m[f] for m in v) for f in ("rps", "p99", "server_us")}
+                   for k, v in got.items()}
+            a, b = med["this"], med["against"]
+            echo(f"{w:<12} median: this {a['rps']:.0f} req/s, p99 {a['p99']:.2f} ms, "
+                 f"{a['server_us']:.0f} us/req; against {b['rps']:.0f} req/s, p99 "
+                 f"{b['p99']:.2f} ms, {b['server_us']:.0f} us/req; this/against: req/s "
+                 f"{a['rps'] / b['rps']:.3f}, server us {a['server_us'] / b['server_us']:.3f}")
+    if failed:
+        for message in sorted(set(failed))[:5]:
+            echo(f"error: {message}", err=True)
+        raise click.ClickException(f"{len(failed)} HTTP requests failed")
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of process ``pid`` and its descendants, from /proc."""
+    import os
+
+    total, todo = 0.0, [pid]
+    tick = os.sysconf("SC_CLK_TCK")
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except (FileNotFoundError, ProcessLookupError):  # gone meanwhile
+            continue
+    return total

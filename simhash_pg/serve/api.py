@@ -1,20 +1,22 @@
 """The ``/v1`` endpoints: the Python API's operations, with its results.
 
 Every endpoint runs its work (fingerprinting, CPU; the round trips, I/O)
-in FastAPI's threadpool in one hop (deps.with_store), so the event loop
+in a worker thread in one hop (deps.with_store), so the event loop
 never blocks; a sync endpoint with the store as a sync dependency took
 three hops, which cost more than the work on a loaded machine. Threads
 share one GIL, so fingerprinting scales with worker processes
 (``--workers``), not threads. Each request's store is its own, so the
 store's semantics are unchanged: an add is ``SimhashStore.add``, a batch
-is one ``add_many`` transaction.
+is one ``add_many`` transaction. The endpoints with one JSON body are
+JsonRoutes (serve/route.py): FastAPI routes with a shorter request handler.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request
 
 from simhash_pg.bits import blocks, to_signed
 from simhash_pg.serve.deps import Authenticated, require_read, require_write, with_store
@@ -36,12 +38,13 @@ from simhash_pg.serve.models import (
     NearOut,
     hex64,
 )
+from simhash_pg.serve.route import JsonRoute
 from simhash_pg.store import AddResult, Doc, Match, SimhashStore
 from simhash_pg.store.checks import MAX_BIGINT
 from simhash_pg.store.evidence import explain as explain_matches
 from simhash_pg.verify.evidence import Evidence
 
-__all__ = ["router"]
+__all__ = ["install", "router"]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": Error} for code in (401, 413, 422, 503)
@@ -49,6 +52,23 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 router = APIRouter(prefix="/v1", responses=_ERRORS)
 reads = [Depends(require_read)]
 writes = [Depends(require_write)]
+E = TypeVar("E", bound=Callable[..., Any])
+
+
+def _post_json(path: str, **options: Any) -> Callable[[E], E]:
+    """``@router.post(path, ...)``, as a JsonRoute (serve/route.py)."""
+    def add(endpoint: E) -> E:
+        router.add_api_route(path, endpoint, methods=["POST"], route_class_override=JsonRoute,
+                             **options)
+        return endpoint
+
+    return add
+
+
+def install(app: FastAPI) -> None:
+    """The /v1 endpoints as the app's own routes, the near endpoints first: the app's
+    router tries them in order, and matches an included router's routes twice."""
+    app.router.routes.extend(router.routes)
 
 
 def add_out(r: AddResult) -> AddOut:
@@ -69,7 +89,7 @@ def _matches(found: list[Match], evidence: list[Evidence] | None = None) -> Near
 
 
 def run_add(store: SimhashStore, body: AddIn) -> AddResult:
-    """POST /v1/documents's work (here and in serve/fast.py: one definition)."""
+    """POST /v1/documents's work."""
     return store.add(body.document(), key=body.key, meta=body.meta, dedup=body.dedup)
 
 
@@ -88,18 +108,30 @@ def run_near_batch(store: SimhashStore, body: NearBatchIn) -> NearBatchOut:
     return NearBatchOut(results=[_matches(m[:body.limit]) for m in found])
 
 
-# serve/fast.py answers these routes' valid, authorised requests itself;
-# the endpoints below answer the rest, and make the OpenAPI schema.
-@router.post("/documents", dependencies=writes, response_model=AddOut,
-             summary="Add a document, unless it near-duplicates a stored one")
+@_post_json("/near", dependencies=reads, response_model=NearOut,
+            summary="Stored documents near a text or fingerprint, nearest first")
+async def near(body: NearIn, request: Request,
+               explain: Annotated[bool, Query(description="As the body's explain.")] = False,
+               ) -> NearOut:
+    return await with_store(request, lambda store: run_near(store, body, explain))
+
+
+@_post_json("/near/batch", dependencies=reads, response_model=NearBatchOut,
+            summary="near for many queries (near_many), in query order")
+async def near_batch(body: NearBatchIn, request: Request) -> NearBatchOut:
+    return await with_store(request, lambda store: run_near_batch(store, body))
+
+
+@_post_json("/documents", dependencies=writes, response_model=AddOut,
+            summary="Add a document, unless it near-duplicates a stored one")
 async def add(body: AddIn, request: Request) -> AddOut:
     result = await with_store(request, lambda store: run_add(store, body))
     request.app.state.metrics.count_adds([result])
     return add_out(result)
 
 
-@router.post("/documents/batch", dependencies=writes, response_model=list[AddOut],
-             summary="Add documents in order, in one transaction (add_many)")
+@_post_json("/documents/batch", dependencies=writes, response_model=list[AddOut],
+            summary="Add documents in order, in one transaction (add_many)")
 async def add_batch(body: BatchAddIn, request: Request) -> list[AddOut]:
     docs = [Doc(d.document(), d.key, d.meta) for d in body.docs]
     results: list[AddResult] = []
@@ -109,20 +141,6 @@ async def add_batch(body: BatchAddIn, request: Request) -> list[AddOut]:
         progress=results.extend))
     request.app.state.metrics.count_adds(results)
     return [add_out(r) for r in results]
-
-
-@router.post("/near", dependencies=reads, response_model=NearOut,
-             summary="Stored documents near a text or fingerprint, nearest first")
-async def near(body: NearIn, request: Request,
-               explain: Annotated[bool, Query(description="As the body's explain.")] = False,
-               ) -> NearOut:
-    return await with_store(request, lambda store: run_near(store, body, explain))
-
-
-@router.post("/near/batch", dependencies=reads, response_model=NearBatchOut,
-             summary="near for many queries (near_many), in query order")
-async def near_batch(body: NearBatchIn, request: Request) -> NearBatchOut:
-    return await with_store(request, lambda store: run_near_batch(store, body))
 
 
 @router.get("/documents/{key:path}", dependencies=reads, response_model=DocumentOut,
@@ -146,7 +164,7 @@ async def remove_document(doc_id: Annotated[int, Path(ge=1, le=MAX_BIGINT)],
 
 
 @router.post("/fingerprint", dependencies=reads, response_model=FingerprintOut,
-             summary="A text's fingerprint with the store's scheme, in every form")
+            summary="A text's fingerprint with the store's scheme, in every form")
 def fingerprint(body: FingerprintIn, request: Request) -> FingerprintOut:
     from simhash_pg.text.simhash import Fingerprinter
 

@@ -2,17 +2,18 @@
 
 Per process: the lifespan shakes hands with the database and opens the
 pool (deps.ServeState) and closes the pool on shutdown, after uvicorn has
-drained the requests in flight. Around every request: the Host and
-Authorization checks (guards.py), the body limit (limits.BodyLimit), the
-metrics. ``/healthz`` needs no token, ever (probes); ``/metrics``,
-``/openapi.json``, ``/docs`` and ``/redoc`` are reads: with
-``--token-for-reads`` they need the token too. Every error is JSON
+drained the requests in flight. Around every request: the Host check
+(guards.py), the body limit (limits.BodyLimit), the metrics; then FastAPI's
+router, for every endpoint alike (the hot ones are JsonRoutes, route.py).
+``/healthz`` needs no token, ever (probes); ``/metrics``, ``/openapi.json``,
+``/docs`` and ``/redoc`` are reads: with ``--token-for-reads`` they need the
+token too. Every error is JSON
 ``{"error", "detail"}`` (but a foreign Host's 400: Starlette's plain text)
 with a 4xx, or a 503 when the database is busy or away: a client's request
 never gets a 500 (errors.py maps the store's exceptions).
 
-Another router (the web page) plugs in with ``app.include_router(...)``
-in :func:`create_app`, and gets a store per request from
+Another router plugs in with ``app.include_router(...)`` in
+:func:`create_app` (the web page: ``web.install``), and gets a store per request from
 :func:`simhash_pg.serve.deps.get_store`.
 """
 
@@ -32,8 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from simhash_pg.serve import api, errors, web
 from simhash_pg.serve.deps import ServeState, get_state, require_read
-from simhash_pg.serve.fast import FastPath
-from simhash_pg.serve.guards import OneAuthorization, host_patterns
+from simhash_pg.serve.guards import host_patterns
 from simhash_pg.serve.limits import BodyLimit
 from simhash_pg.serve.metrics import CONTENT_TYPE, Metrics
 from simhash_pg.serve.settings import Settings
@@ -69,8 +69,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     errors.install(app)
-    app.include_router(api.router)
-    app.include_router(web.router)  # the web page, at /
+    api.install(app)
+    web.install(app)  # the web page, at / (its files at /static)
 
     @app.get("/healthz", summary="200 if the database answers, else 503", tags=["ops"])
     def healthz(request: Request) -> dict[str, str]:
@@ -86,12 +86,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
     _docs(app, reads)
-    # added innermost first: the metrics see every answer, the 413s and 400s
-    # included; the fast path (serve/fast.py) sees only bodies within the
-    # limit, from a host of this server, with one Authorization header at most
-    app.add_middleware(FastPath)
+    # added innermost first: the metrics see every answer, the 413s and 400s included
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    app.add_middleware(OneAuthorization)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=host_patterns(settings.allowed_hosts),
                        www_redirect=False)
     app.add_middleware(_Timing, metrics=metrics)

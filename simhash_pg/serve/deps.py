@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
@@ -28,6 +28,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
+from starlette.requests import HTTPConnection
 
 from simhash_pg.serve.settings import Settings
 from simhash_pg.store import SimhashStore, opening
@@ -37,8 +38,9 @@ T = TypeVar("T")
 # The pool's connections' application_name, unless the DSN names one.
 APPLICATION_NAME = "simhash-pg serve"
 
-__all__ = ["APPLICATION_NAME", "Authenticated", "ServeState", "Store", "get_state",
-           "get_store", "require_read", "require_write", "token_accepts", "with_store"]
+__all__ = ["APPLICATION_NAME", "GUARDS", "Authenticated", "Credentials", "Guard", "ServeState",
+           "Store", "bearer", "get_state", "get_store", "require_read", "require_write",
+           "token_accepts", "with_store"]
 
 
 @dataclass
@@ -140,16 +142,29 @@ def get_store(request: Request) -> Iterator[SimhashStore]:
 Store = Annotated[SimhashStore, Depends(get_store)]
 
 
-_bearer = HTTPBearer(auto_error=False, description="The server's token (`--token`).")
-Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+class _Bearer(HTTPBearer):
+    """FastAPI's bearer scheme (it puts the token in the OpenAPI schema), refusing two
+    Authorization headers: with two, which one to judge is a guess (Starlette's
+    headers give the first, a proxy may add or keep the last), so none is."""
+
+    async def __call__(self, request: HTTPConnection) -> HTTPAuthorizationCredentials | None:
+        if len(request.headers.getlist("authorization")) > 1:
+            raise HTTPException(400, "ambiguous credentials: the request has more than one "
+                                     "Authorization header; send one")
+        return await super().__call__(request)
+
+
+# the one reader of the request's credentials, for every endpoint that needs them
+bearer = _Bearer(auto_error=False, scheme_name="HTTPBearer",
+                 description="The server's token (`--token`).")
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 
 
 def token_accepts(settings: Settings, given: bytes | None, write: bool) -> bool:
     """Whether a request with bearer credentials ``given`` (None: none) may go on.
 
     Writes need the server's token, if it has one; reads only with
-    ``--token-for-reads``. The one rule, for the endpoints' dependencies and
-    the fast path (fast.py).
+    ``--token-for-reads``.
     """
     token = settings.token
     if token is None or not (write or settings.token_for_reads):
@@ -168,8 +183,7 @@ def _check_token(request: Request, creds: HTTPAuthorizationCredentials | None,
         )
 
 
-async def require_write(request: Request,
-                  creds: Credentials) -> None:
+async def require_write(request: Request, creds: Credentials) -> None:
     """Writes need the token, if the server has one; a read-only server refuses them."""
     _check_token(request, creds, write=True)
     if get_state(request).settings.read_only:
@@ -177,10 +191,15 @@ async def require_write(request: Request,
                                  "removes nothing")
 
 
-async def require_read(request: Request,
-                 creds: Credentials) -> None:
+async def require_read(request: Request, creds: Credentials) -> None:
     """Reads need the token only if the server says so (``--token-for-reads``)."""
     _check_token(request, creds, write=False)
+
+
+# what a guard is: a route's dependency over the request and its credentials, which a
+# JSON route (serve/route.py) calls as FastAPI would
+Guard = Callable[[Request, HTTPAuthorizationCredentials | None], Awaitable[None]]
+GUARDS: tuple[Guard, ...] = (require_read, require_write)
 
 
 async def _authenticated(request: Request, creds: Credentials) -> bool:

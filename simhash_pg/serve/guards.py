@@ -1,13 +1,10 @@
-"""What a request must be before anything reads it: sent to a name of this server, with one
-``Authorization`` header at most.
+"""What a request must be before anything reads it: sent to a name of this server.
 
-- Host: a web page whose domain an attacker rebinds to 127.0.0.1 reaches a
-  loopback server from the victim's browser, with its own name in ``Host``
-  (DNS rebinding). Starlette's TrustedHostMiddleware answers any name but
-  the server's own with 400.
-- Authorization: with two, the fast path (fast.py) and FastAPI could each
-  read a different one; a request that sends two is refused with 400, so
-  both paths judge the one there is.
+A web page whose domain an attacker rebinds to 127.0.0.1 reaches a loopback
+server from the victim's browser, with its own name in ``Host`` (DNS
+rebinding). Starlette's TrustedHostMiddleware answers any name but the
+server's own with 400. (Two Authorization headers are refused where the
+credentials are read: deps.bearer.)
 """
 
 from __future__ import annotations
@@ -15,11 +12,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 
-from starlette.types import ASGIApp, Receive, Scope, Send
-
-from simhash_pg.serve.limits import answer
-
-__all__ = ["OneAuthorization", "host_patterns"]
+__all__ = ["host_patterns"]
 
 
 def host_patterns(hosts: Iterable[str]) -> list[str]:
@@ -33,18 +26,3 @@ def host_patterns(hosts: Iterable[str]) -> list[str]:
             is_v6 = False
         out.append(f"[{host}]" if is_v6 else host.lower())
     return out
-
-
-class OneAuthorization:
-    """400 for a request with more than one Authorization header."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and sum(
-                1 for name, _ in scope["headers"] if name == b"authorization") > 1:
-            await answer(send, 400, "bad_request",
-                         "the request has more than one Authorization header; send one")
-            return
-        await self.app(scope, receive, send)

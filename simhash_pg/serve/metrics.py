@@ -62,10 +62,18 @@ class Metrics:
             "existing_key, error)", ["status"], registry=self.registry)
         self.pool = _PoolCollector()
         self.registry.register(self.pool)
+        # each label set's two series, looked up once (``labels()`` checks and locks
+        # each time: a few us of every request); route templates keep the set small
+        self._series: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
 
     def observe(self, method: str, endpoint: str, status: int, seconds: float) -> None:
-        self.requests.labels(method, endpoint, str(status)).inc()
-        self.latency.labels(method, endpoint).observe(seconds)
+        series = self._series.get((method, endpoint, status))
+        if series is None:
+            series = self._series[method, endpoint, status] = (
+                self.requests.labels(method, endpoint, str(status)),
+                self.latency.labels(method, endpoint))
+        series[0].inc()
+        series[1].observe(seconds)
 
     def count_adds(self, results: Iterable[AddResult]) -> None:
         for r in results:

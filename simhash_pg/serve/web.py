@@ -15,8 +15,13 @@ Safety: the pages only read. Adding goes through the API (``POST
 so a page can never be made to write by a link or a cross-site form. When
 reads need the token too (``--token-for-reads``), a browser's plain GET
 cannot send it: the GET pages then answer 401, and the search (a JSON POST
-that sends the token field) still works. Every HTML answer carries a
+that sends the token field) still works: one dependency (``locked``)
+refuses them, before the store is asked. Every HTML answer carries a
 Content-Security-Policy that allows only this server's own script and style.
+
+Starlette's parts do the rest: ``Jinja2Templates`` renders (its context
+processor adds what every page shows), ``StaticFiles`` serves ``static/``.
+:func:`install` puts the page, its files and its lock's answer in the app.
 """
 
 from __future__ import annotations
@@ -26,8 +31,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import jinja2
-from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse, Response
+from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi.responses import HTMLResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from simhash_pg import labels
@@ -43,24 +50,9 @@ from simhash_pg.store.evidence import explain, explain_stored, shares
 from simhash_pg.verify.evidence import Evidence
 from simhash_pg.verify.jaccard import from_norm, is_short
 
-__all__ = ["router"]
+__all__ = ["install", "router"]
 
 _HERE = Path(__file__).parent
-_env = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(_HERE / "templates"),
-    autoescape=True,  # every template, whatever its name: no unescaped document text
-    trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
-)
-_env.filters["lang"] = lang_of
-_env.filters["hex64"] = hex64
-_env.filters["shared"] = labels.shared
-_env.globals["evidence_rows"] = labels.evidence_rows
-_env.globals["K_HELP"] = labels.K_HELP
-_env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)
-
-_STATIC = {"web.css": "text/css; charset=utf-8",
-           "web.js": "text/javascript; charset=utf-8",
-           "favicon.svg": "image/svg+xml"}
 _HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
                                "img-src 'self'; connect-src 'self'; form-action 'self'; "
@@ -69,6 +61,28 @@ _HEADERS = {
     "Referrer-Policy": "same-origin",
 }
 PAGE_SIZE = 50
+
+
+def _page(request: Request) -> dict[str, Any]:
+    """What every page shows: where it is, and what the server's token is for."""
+    settings = get_state(request).settings
+    return {"path": request.url.path, "token_required": settings.token is not None,
+            "token_for_reads": settings.token_for_reads}
+
+
+_templates = Jinja2Templates(
+    env=jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_HERE / "templates"),
+        autoescape=True,  # every template, whatever its name: no unescaped document text
+        trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
+    ),
+    context_processors=[_page],
+)
+_templates.env.filters |= {
+    "lang": lang_of, "hex64": hex64, "shared": labels.shared,
+    "json": lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True, default=str),
+}
+_templates.env.globals |= {"evidence_rows": labels.evidence_rows, "K_HELP": labels.K_HELP}
 
 # ids and keys from a query are checked as the store checks its own (bigint
 # ids; keys without NUL, storable): bad ones are a 422 that names the field
@@ -79,25 +93,48 @@ router = APIRouter(include_in_schema=False)
 
 
 def _render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
-    settings = get_state(request).settings
-    html = _env.get_template(template).render(
-        path=request.url.path, token_required=settings.token is not None,
-        token_for_reads=settings.token_for_reads, **context)
-    return HTMLResponse(html, status_code=status, headers=_HEADERS)
+    return _templates.TemplateResponse(request, template, context, status_code=status,
+                                       headers=_HEADERS)
 
 
-def _locked(request: Request) -> HTMLResponse | None:
-    """A GET page's answer when reads need the token (a browser's GET cannot send it): 401.
+class _Locked(Exception):
+    """A page with data, asked for by a GET while reads need the token."""
 
-    Asked first, before the database: a locked page tells nothing, not even
-    whether a document exists.
-    """
-    if not get_state(request).settings.token_for_reads:
-        return None
+
+async def _unlocked(request: Request) -> None:
+    """The data pages' lock: a browser's GET cannot send the token, so when reads need it
+    they are refused (401, :func:`_locked_page`). A route's dependency runs before its
+    parameters' (the store's connection): a locked page tells nothing, not even whether
+    a document exists."""
+    if get_state(request).settings.token_for_reads:
+        raise _Locked
+
+
+async def _locked_page(request: Request, exc: Exception) -> Response:
     return _render(request, "error.html", 401, title="Token needed",
                    message="This server needs its token for reads. A browser page cannot "
                    "send it with a plain link: use the search on the first page (it sends "
                    "the token field) or the HTTP API.")
+
+
+locked = [Depends(_unlocked)]
+
+
+class _Static(StaticFiles):
+    """``static/``, each file with the headers of the page's answers."""
+
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers.update({"Cache-Control": "max-age=300",
+                                 "X-Content-Type-Options": "nosniff"})
+        return response
+
+
+def install(app: FastAPI) -> None:
+    """The page at ``/``, its files at ``/static``, and its lock's answer."""
+    app.include_router(router)
+    app.mount("/static", _Static(directory=_HERE / "static"), name="static")
+    app.add_exception_handler(_Locked, _locked_page)
 
 
 def _not_found(request: Request, message: str) -> HTMLResponse:
@@ -207,12 +244,10 @@ def _comparison(a: dict[str, Any], b: dict[str, Any], evidence: Evidence | None
             "written": a["written"] and b["written"]}
 
 
-@router.get("/compare", response_class=HTMLResponse)
+@router.get("/compare", response_class=HTMLResponse, dependencies=locked)
 def compare(request: Request, store: Store,
             a: Id = None, b: Id = None, akey: Key = None, bkey: Key = None) -> HTMLResponse:
     """Two stored documents side by side, by id (``a``, ``b``) or key (``akey``, ``bkey``)."""
-    if (locked := _locked(request)) is not None:
-        return locked
     docs = []
     for name, doc_id, key in (("a", a, akey), ("b", b, bkey)):
         if (doc_id is None) == (key is None):
@@ -230,11 +265,9 @@ def compare(request: Request, store: Store,
                    **_comparison(docs[0], docs[1], evidence))
 
 
-@router.get("/groups", response_class=HTMLResponse)
+@router.get("/groups", response_class=HTMLResponse, dependencies=locked)
 def groups(request: Request, store: Store,
            after: Annotated[int, Query(ge=0, le=MAX_BIGINT)] = 0) -> HTMLResponse:
-    if (locked := _locked(request)) is not None:
-        return locked
     page = api.read_groups(store, limit=PAGE_SIZE, after=after)
     members = [(m.id, g.id) for g in page.groups for m in g.members]
     # each member's share of the text of the document it duplicates, as its compare says
@@ -244,31 +277,17 @@ def groups(request: Request, store: Store,
                    on_duplicate=get_state(request).settings.on_duplicate)
 
 
-@router.get("/recent", response_class=HTMLResponse)
+@router.get("/recent", response_class=HTMLResponse, dependencies=locked)
 def recent(request: Request, store: Store,
            before: Id = None) -> HTMLResponse:
     """The newest documents first (by id: ids are handed out in insertion order)."""
-    if (locked := _locked(request)) is not None:
-        return locked
     rows = [_row(doc) for doc in store.recent(limit=PAGE_SIZE, before=before)]
     return _render(request, "recent.html", title="Recent documents", docs=rows,
                    next_before=rows[-1]["id"] if len(rows) == PAGE_SIZE else None)
 
 
-@router.get("/stats", response_class=HTMLResponse)
+@router.get("/stats", response_class=HTMLResponse, dependencies=locked)
 def stats(request: Request, store: Store) -> HTMLResponse:
-    if (locked := _locked(request)) is not None:
-        return locked
     # a browser's GET never bears the token
     return _render(request, "stats.html", title="Stats",
                    stats=api.read_stats(store, authenticated=False))
-
-
-@router.get("/static/{name}")
-def static(name: str) -> Response:
-    # a fixed list of files: no path from the request reaches the file system
-    if name not in _STATIC:
-        return Response("not found", status_code=404, media_type="text/plain")
-    return FileResponse(_HERE / "static" / name, media_type=_STATIC[name],
-                        headers={"Cache-Control": "max-age=300",
-                                 "X-Content-Type-Options": "nosniff"})
