@@ -85,13 +85,23 @@ def test_a_stored_document_as_the_query(pg_dsn: str) -> None:
             stored = explain_stored(store, added[i], added[i - 1])
             (from_text,) = explain(store, docs[i], [added[i - 1]])
             assert stored is not None
+            # the store keeps the text as written (body): the same evidence as
+            # the pasted text's, probe values and keys' kinds included
+            assert stored == from_text
+        assert explain_stored(store, added[0], 10**9) is None
+    with SimhashStore(pg_dsn, keep_text=False) as store:
+        added = [store.add(t, dedup=False).id for t in docs]
+        for i in range(1, len(docs)):
+            assert added[i] is not None and added[i - 1] is not None
+            stored = explain_stored(store, added[i], added[i - 1])
+            (from_text,) = explain(store, docs[i], [added[i - 1]])
+            assert stored is not None
             for part in ("distance", "similarity", "threshold", "signature", "equal_blocks",
                          "verdict"):
                 assert getattr(stored, part) == getattr(from_text, part), part
             assert {m.key for m in stored.keys} == {m.key for m in from_text.keys}
-            # its probe values come from the text as written: not known for a stored one
+            # without the text as written its probe values are not known
             assert stored.probe_blocks is None
-        assert explain_stored(store, added[0], 10**9) is None
 
 
 def test_a_query_s_keys_have_their_kinds(pg_dsn: str) -> None:

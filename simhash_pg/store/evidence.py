@@ -50,6 +50,9 @@ _HOLDERS = (
 )
 
 
+_BODY = "SELECT body FROM simhash_documents WHERE id = %s"
+
+
 def read_rows(conn: psycopg.Connection[Any], ids: Sequence[int]) -> dict[int, StoredRow]:
     """The stored rows of ``ids`` (those that exist), by id."""
     out: dict[int, StoredRow] = {}
@@ -95,11 +98,22 @@ def explain(store: SimhashStore, query: str | int | PairQuery, ids: Sequence[int
 def explain_stored(store: SimhashStore, query_id: int, row_id: int,
                    k: int | None = None) -> Evidence | None:
     """The evidence of two stored documents: ``query_id`` looking up ``row_id``
-    (a later document looks up the one it duplicates). None if either is missing."""
+    (a later document looks up the one it duplicates). None if either is missing.
+
+    The query is its text as written where the store keeps it (``body``,
+    revision 0021) and it still gives the stored fingerprint: then its probe
+    values and its keys' kinds are known, as for a pasted text. Otherwise
+    the keys it stores, without their kinds, and no probe values.
+    """
     found = read_rows(store.connection, [query_id, row_id])
     if query_id not in found or row_id not in found:
         return None
     q = PairQuery.of_row(found[query_id])
+    (body,) = store.connection.execute(_BODY, [query_id]).fetchone() or (None,)
+    if isinstance(body, str) and store.policy.verifies:
+        written = PairQuery.of_text(store.fingerprinter, body, store.policy)
+        if written.fingerprint == q.fingerprint:  # else the body is not what was fingerprinted
+            q = written
     kk = store.k if k is None else k
     return explain_pair(q, found[row_id], kk, store.policy,
                         _holders(store, q, [found[row_id]]))
