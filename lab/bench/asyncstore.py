@@ -69,23 +69,21 @@ async def _run(dsn: str, n: int, queries: int, adds: int, seed: int) -> None:
                 await asy.near(q)
             lat: dict[str, list[float]] = {"near sync": [], "near async": [],
                                            "add sync": [], "add async": []}
+            async def timed(name: str, kind: str, doc: str) -> None:
+                t = time.perf_counter()
+                if kind == "sync":
+                    getattr(sync, name)(doc)
+                else:
+                    await getattr(asy, name)(doc)
+                lat[f"{name} {kind}"].append((time.perf_counter() - t) * 1000)
+
+            # in turns, each store first as often as the other
             for i, q in enumerate(qs):
                 for kind in (("sync", "async") if i % 2 else ("async", "sync")):
-                    t = time.perf_counter()
-                    if kind == "sync":
-                        sync.near(q)
-                    else:
-                        await asy.near(q)
-                    lat[f"near {kind}"].append((time.perf_counter() - t) * 1000)
+                    await timed("near", kind, q)
             for i in range(adds):
                 for j, kind in enumerate(("sync", "async") if i % 2 else ("async", "sync")):
-                    doc = new[2 * i + j]
-                    t = time.perf_counter()
-                    if kind == "sync":
-                        sync.add(doc)
-                    else:
-                        await asy.add(doc)
-                    lat[f"add {kind}"].append((time.perf_counter() - t) * 1000)
+                    await timed("add", kind, new[2 * i + j])
     click.echo(f"{'':12} {'p50 ms':>8} {'p99 ms':>8} {'per s':>8}")
     for name, ms in lat.items():
         click.echo(f"{name:12} {pct(ms, 50):8.3f} {pct(ms, 99):8.3f} "
