@@ -60,8 +60,13 @@ def open_store(
         except SchemaVersionError:
             if read_only or not _is_empty_database(dsn):
                 raise
-        click.echo("simhash-pg: the database is empty: creating the simhash-pg schema in it",
-                   err=True)
+        from simhash_pg.db.admin import other_tables
+
+        others = other_tables(dsn)
+        beside = (f" beside the {others} table{'s' if others != 1 else ''} already there "
+                  "(ours are named simhash_*; theirs are not touched)" if others else "")
+        click.echo("simhash-pg: the database holds no simhash-pg store: creating its "
+                   f"tables{beside}", err=True)
         return SimhashStore(dsn, **kwargs)
     # StoreConnectionError is an OSError, SchemeMismatchError a ValueError,
     # SchemaVersionError a RuntimeError: each names its problem already.

@@ -28,6 +28,7 @@ __all__ = [
     "is_empty_database",
     "logged_in_as",
     "memory_status_at",
+    "other_tables",
     "replace_database",
 ]
 
@@ -43,6 +44,17 @@ def is_empty_database(dsn: str) -> bool:
             "SELECT to_regclass('alembic_version') IS NULL "
             "AND to_regclass('simhash_documents') IS NULL").fetchone()
     return bool(row and row[0])
+
+
+def other_tables(dsn: str) -> int:
+    """How many tables the database holds outside the system schemas (an app's, say)."""
+    with psycopg.connect(libpq_dsn(dsn), autocommit=True, connect_timeout=10) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition"
+            " AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
+            " AND n.nspname NOT LIKE 'pg\\_%'").fetchone()
+    return int(row[0]) if row else 0
 
 
 def drop_database(admin_dsn: str, dbname: str) -> None:

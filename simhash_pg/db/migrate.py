@@ -7,20 +7,24 @@ so an installed user needs no alembic.ini of their own.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from alembic.config import Config
+    from sqlalchemy.engine import Connection
 
 __all__ = [
     "HEAD",
+    "ForeignHistoryError",
     "check",
     "current",
     "downgrade",
     "downgrade_losses",
     "downgrade_losses_between",
+    "foreign_history",
     "libpq_dsn",
     "sqlalchemy_url",
     "upgrade",
@@ -29,6 +33,31 @@ __all__ = [
 # The newest revision; the store compares it with alembic_version on open
 # without loading alembic (a test keeps it equal to the script head).
 HEAD = "0021"
+
+# Our revision ids: four digits ("0001" ... HEAD, and a newer simhash-pg's).
+# alembic's own ids, which an application's history has, are 12 hex digits.
+_OUR_REVISION = re.compile(r"[0-9]{4}")
+
+
+class ForeignHistoryError(RuntimeError):
+    """The database's ``alembic_version`` holds another alembic history's revision."""
+
+
+def foreign_history(revision: str | None) -> str | None:
+    """What is wrong when ``revision`` (read from ``alembic_version``) is not ours, else None.
+
+    simhash-pg keeps its revision in ``alembic_version`` too, so a database
+    whose application already keeps its own history there cannot hold a store
+    yet: nothing of the application's is read as ours or touched.
+    """
+    if revision is None or _OUR_REVISION.fullmatch(revision):
+        return None
+    return (f"the database keeps another alembic history: its alembic_version "
+            f"holds revision {revision!r}, which is not a simhash-pg revision (those are "
+            "four digits). simhash-pg records its own revision in that table too, so it "
+            "leaves this database alone: give the store a database of its own "
+            "(e.g. createdb appdb_simhash)")
+
 
 # pg_advisory_xact_lock key: concurrent upgrades (several processes opening a
 # new store at once) run one after the other, the later ones as no-ops.
@@ -80,11 +109,22 @@ def _connected(dsn: str, *, lock: bool = True) -> Iterator[tuple[Any, Any]]:
         with engine.begin() as conn:
             if lock:
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
+            _refuse_foreign_history(conn)
             cfg = _config()
             cfg.attributes["connection"] = conn
             yield cfg, conn
     finally:
         engine.dispose()
+
+
+def _refuse_foreign_history(conn: Connection) -> None:
+    from sqlalchemy import text
+
+    if conn.execute(text("SELECT to_regclass('alembic_version') IS NOT NULL")).scalar():
+        for (rev,) in conn.execute(text("SELECT version_num FROM alembic_version")):
+            problem = foreign_history(rev)
+            if problem is not None:
+                raise ForeignHistoryError(problem)
 
 
 def upgrade(dsn: str, revision: str = "head") -> None:

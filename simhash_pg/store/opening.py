@@ -182,6 +182,9 @@ def _ensure_schema(conn: psycopg.Connection[Any], dsn: str, do_migrate: bool) ->
     rev = _schema_revision(conn)
     if rev == migrate.HEAD:
         return
+    problem = migrate.foreign_history(rev)
+    if problem is not None:  # never migrated, never read as ours
+        raise SchemaVersionError(f"{where(dsn)}: {problem}")
     if not do_migrate:
         raise SchemaVersionError(
             f"the database at {where(dsn)} is at schema revision {rev or 'none'}, "
