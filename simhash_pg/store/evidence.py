@@ -34,7 +34,8 @@ def pair_query(store: SimhashStore, query: str | int) -> PairQuery:
 # simhash_meta's 'unverified_rows' records, lost its text).
 _ROWS = (
     "SELECT d.id, d.key, d.fingerprint, d.verify_text, d.sentence_sig, d.sentence_hashes,"
-    " d.duplicate_of, coalesce(d.verify_text IS NULL AND d.id <= (u.value->>'max_id')::bigint"
+    " d.duplicate_of, d.body,"
+    " coalesce(d.verify_text IS NULL AND d.id <= (u.value->>'max_id')::bigint"
     " AND d.created_at <= (u.value->>'stored_until')::timestamptz, false)"
     " FROM simhash_documents d LEFT JOIN simhash_meta u ON u.name = 'unverified_rows'"
     " WHERE d.id = ANY(%s)"
@@ -50,16 +51,19 @@ _HOLDERS = (
 )
 
 
-_BODY = "SELECT body FROM simhash_documents WHERE id = %s"
-
-
 def read_rows(conn: psycopg.Connection[Any], ids: Sequence[int]) -> dict[int, StoredRow]:
     """The stored rows of ``ids`` (those that exist), by id."""
-    out: dict[int, StoredRow] = {}
-    for id_, key, fp, text, sig, hashes, dup, lost in conn.execute(
+    return {id_: row for id_, (row, _) in _read(conn, ids).items()}
+
+
+def _read(conn: psycopg.Connection[Any], ids: Sequence[int]
+          ) -> dict[int, tuple[StoredRow, str | None]]:
+    """The stored rows of ``ids`` with their bodies (the texts as written), by id."""
+    out: dict[int, tuple[StoredRow, str | None]] = {}
+    for id_, key, fp, text, sig, hashes, dup, body, lost in conn.execute(
             _ROWS, [list(ids)]).fetchall():
-        out[id_] = StoredRow(id_, key, to_unsigned(fp), TEXT_LOST if lost else text, sig,
-                             tuple(hashes or ()), dup)
+        out[id_] = (StoredRow(id_, key, to_unsigned(fp), TEXT_LOST if lost else text, sig,
+                              tuple(hashes or ()), dup), body)
     return out
 
 
@@ -105,18 +109,17 @@ def explain_stored(store: SimhashStore, query_id: int, row_id: int,
     values and its keys' kinds are known, as for a pasted text. Otherwise
     the keys it stores, without their kinds, and no probe values.
     """
-    found = read_rows(store.connection, [query_id, row_id])
+    found = _read(store.connection, [query_id, row_id])  # one round trip, bodies with them
     if query_id not in found or row_id not in found:
         return None
-    q = PairQuery.of_row(found[query_id])
-    (body,) = store.connection.execute(_BODY, [query_id]).fetchone() or (None,)
+    (query_row, body), (row, _) = found[query_id], found[row_id]
+    q = PairQuery.of_row(query_row)
     if isinstance(body, str) and store.policy.verifies:
         written = PairQuery.of_text(store.fingerprinter, body, store.policy)
         if written.fingerprint == q.fingerprint:  # else the body is not what was fingerprinted
             q = written
     kk = store.k if k is None else k
-    return explain_pair(q, found[row_id], kk, store.policy,
-                        _holders(store, q, [found[row_id]]))
+    return explain_pair(q, row, kk, store.policy, _holders(store, q, [row]))
 
 
 def shares(store: SimhashStore, pairs: Sequence[tuple[int | str, int]]) -> list[float | None]:

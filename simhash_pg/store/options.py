@@ -50,14 +50,13 @@ class StoreOptions:
     def __post_init__(self) -> None:
         check_k(self.k)
         check_on_duplicate(self.on_duplicate)
-        if not isinstance(self.lock_batches, bool):
-            raise ValueError(f"lock_batches must be True or False, got {self.lock_batches!r}")
+        for name in ("lock_batches", "keep_text"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         check_lock_timeout(self.lock_timeout)
         check_retention(self.retention)
         check_partition_interval(self.partition_interval)
         check_verify(self.verify)
-        if not isinstance(self.keep_text, bool):
-            raise ValueError(f"keep_text must be True or False, got {self.keep_text!r}")
 
 
 @dataclass(frozen=True)
