@@ -13,6 +13,7 @@ from typing import Any
 from alembic import context
 from sqlalchemy import create_engine, pool
 
+from simhash_pg.db import layout
 from simhash_pg.db.migrate import sqlalchemy_url
 from simhash_pg.db.schema import metadata
 
@@ -31,6 +32,13 @@ def _dsn() -> str:
             "or set SIMHASH_PG_DSN"
         )
     return sqlalchemy_url(dsn)
+
+
+def _schema() -> str:
+    # the caller's (simhash_pg.db.migrate), else -x schema=..., else $SIMHASH_PG_SCHEMA
+    given = config.attributes.get("simhash_schema")
+    given = given or context.get_x_argument(as_dictionary=True).get("schema")
+    return layout.schema_name(given)
 
 
 def include_object(
@@ -65,6 +73,7 @@ def run_migrations_online() -> None:
 
 
 def _run(connection: Any) -> None:
+    schema = _schema()
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
@@ -72,9 +81,14 @@ def _run(connection: Any) -> None:
         compare_type=True,
         # one transaction for the whole upgrade: all or nothing
         transaction_per_migration=False,
+        # our own version table, in our schema: never an app's alembic_version
+        version_table_schema=schema,
     )
     with context.begin_transaction():
+        driver = connection.connection.driver_connection
+        layout.prepare(driver, schema)
         context.run_migrations()
+        layout.settle(driver, schema)
 
 
 if context.is_offline_mode():

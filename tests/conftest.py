@@ -127,9 +127,24 @@ _cloned = factories.postgresql("simhash_pg_proc")
 
 @pytest.fixture
 def postgresql(_cloned: psycopg.Connection) -> psycopg.Connection:
-    """A fresh clone of the migrated template, laid out for today (see catch_up_to_today)."""
-    from _days import catch_up_to_today
+    """A fresh clone of the migrated template, laid out for today (see catch_up_to_today).
 
+    Its sessions find the store's tables by their short names, as an analyst's
+    do once they set the search_path (docs/app.md): the database's default
+    search_path starts at the store's schema. (What the product's own
+    sessions do without that is tested in a database without it:
+    tests/test_own_schema.py and tests/test_app_database.py.)
+    """
+    from _days import catch_up_to_today
+    from psycopg import sql
+
+    from simhash_pg.db.layout import schema_name, search_path
+
+    path = search_path(schema_name())
+    _cloned.execute(sql.SQL("ALTER DATABASE {} SET search_path TO {}").format(
+        sql.Identifier(_cloned.info.dbname), sql.SQL(path)))
+    _cloned.execute("SELECT set_config('search_path', %s, false)", [path])
+    _cloned.commit()
     catch_up_to_today(_cloned, _TEMPLATE["day"])
     return _cloned
 

@@ -61,12 +61,14 @@ def open_store(
             if read_only or not _is_empty_database(dsn):
                 raise
         from simhash_pg.db.admin import other_tables
+        from simhash_pg.db.layout import schema_name
 
+        schema = schema_name()
         others = other_tables(dsn)
-        beside = (f" beside the {others} table{'s' if others != 1 else ''} already there "
-                  "(ours are named simhash_*; theirs are not touched)" if others else "")
-        click.echo("simhash-pg: the database holds no simhash-pg store: creating its "
-                   f"tables{beside}", err=True)
+        beside = (f", beside the {others} table{'s' if others != 1 else ''} already in the "
+                  "database (not touched)" if others else "")
+        click.echo("simhash-pg: the database holds no simhash-pg store: creating one in "
+                   f"the schema {schema}{beside}", err=True)
         return SimhashStore(dsn, **kwargs)
     # StoreConnectionError is an OSError, SchemeMismatchError a ValueError,
     # SchemaVersionError a RuntimeError: each names its problem already.

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from typing import Any
 
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from simhash_pg.db import layout
 from simhash_pg.db.migrate import libpq_dsn
 from simhash_pg.db.server_settings import memory_status
 
@@ -37,13 +39,22 @@ class ForeignDataError(RuntimeError):
     """A database to replace holds documents that are not the replacing command's."""
 
 
-def is_empty_database(dsn: str) -> bool:
-    """No schema revision and no simhash table: a database nobody has used for a store."""
+def is_empty_database(dsn: str, schema: str | None = None) -> bool:
+    """No store in it: no revision of ours and no table of ours, in the store's
+    schema or (a store made before revision 0022) in public. An app's tables
+    and its own alembic history do not count."""
+    schema = layout.schema_name(schema)
     with psycopg.connect(libpq_dsn(dsn), autocommit=True, connect_timeout=10) as conn:
-        row = conn.execute(
-            "SELECT to_regclass('alembic_version') IS NULL "
-            "AND to_regclass('simhash_documents') IS NULL").fetchone()
-    return bool(row and row[0])
+        return (layout.stored_revision(conn, schema) is None
+                and _documents_table(conn, schema) is None)
+
+
+def _documents_table(conn: psycopg.Connection[Any], schema: str) -> str | None:
+    """Where the store's documents are (its schema, else public), None: nowhere."""
+    row = conn.execute(
+        "SELECT coalesce(to_regclass(%s), to_regclass('public.simhash_documents'))::text",
+        [f"{schema}.simhash_documents"]).fetchone()
+    return row[0] if row else None
 
 
 def other_tables(dsn: str) -> int:
@@ -76,9 +87,10 @@ def replace_database(dsn: str, dbname: str, *, own_keys: str) -> str:
         if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s",
                          [dbname]).fetchone():
             with psycopg.connect(target, autocommit=True) as conn:
-                foreign = conn.execute(
-                    "SELECT to_regclass('simhash_documents') IS NOT NULL AND EXISTS "
-                    "(SELECT 1 FROM simhash_documents WHERE key NOT LIKE %s)",
+                table = _documents_table(conn, layout.schema_name())
+                foreign = table is not None and conn.execute(
+                    sql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE key NOT LIKE %s)")
+                    .format(sql.SQL(table)),
                     [own_keys.replace("%", r"\%").replace("_", r"\_") + "%"]).fetchone()
             if foreign and foreign[0]:
                 raise ForeignDataError(dbname)

@@ -7,10 +7,11 @@ so an installed user needs no alembic.ini of their own.
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
+
+from simhash_pg.db import layout
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -18,46 +19,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HEAD",
-    "ForeignHistoryError",
     "check",
     "current",
     "downgrade",
     "downgrade_losses",
     "downgrade_losses_between",
-    "foreign_history",
     "libpq_dsn",
     "sqlalchemy_url",
     "upgrade",
+    "upgrade_within",
 ]
 
 # The newest revision; the store compares it with alembic_version on open
 # without loading alembic (a test keeps it equal to the script head).
-HEAD = "0021"
-
-# Our revision ids: four digits ("0001" ... HEAD, and a newer simhash-pg's).
-# alembic's own ids, which an application's history has, are 12 hex digits.
-_OUR_REVISION = re.compile(r"[0-9]{4}")
-
-
-class ForeignHistoryError(RuntimeError):
-    """The database's ``alembic_version`` holds another alembic history's revision."""
-
-
-def foreign_history(revision: str | None) -> str | None:
-    """What is wrong when ``revision`` (read from ``alembic_version``) is not ours, else None.
-
-    simhash-pg keeps its revision in ``alembic_version`` too, so a database
-    whose application already keeps its own history there cannot hold a store
-    yet: nothing of the application's is read as ours or touched.
-    """
-    if revision is None or _OUR_REVISION.fullmatch(revision):
-        return None
-    return (f"the database keeps another alembic history: its alembic_version "
-            f"holds revision {revision!r}, which is not a simhash-pg revision (those are "
-            "four digits). simhash-pg records its own revision in that table too, so it "
-            "leaves this database alone: give the store a database of its own "
-            "(e.g. createdb appdb_simhash)")
-
+HEAD = "0022"
 
 # pg_advisory_xact_lock key: concurrent upgrades (several processes opening a
 # new store at once) run one after the other, the later ones as no-ops.
@@ -90,18 +65,20 @@ def libpq_dsn(url: str) -> str:
     return url
 
 
-def _config(stdout: TextIO | None = None) -> Config:
+def _config(stdout: TextIO | None = None, schema: str | None = None) -> Config:
     from alembic.config import Config
 
     from simhash_pg.db.resources import migrations_dir
 
     cfg = Config(stdout=stdout or io.StringIO())
     cfg.set_main_option("script_location", str(migrations_dir()))
+    cfg.attributes["simhash_schema"] = layout.schema_name(schema)
     return cfg
 
 
 @contextmanager
-def _connected(dsn: str, *, lock: bool = True) -> Iterator[tuple[Any, Any]]:
+def _connected(dsn: str, *, lock: bool = True,
+               schema: str | None = None) -> Iterator[tuple[Config, Connection]]:
     from sqlalchemy import create_engine, pool, text
 
     engine = create_engine(sqlalchemy_url(dsn), poolclass=pool.NullPool)
@@ -109,36 +86,51 @@ def _connected(dsn: str, *, lock: bool = True) -> Iterator[tuple[Any, Any]]:
         with engine.begin() as conn:
             if lock:
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
-            _refuse_foreign_history(conn)
-            cfg = _config()
+            cfg = _config(schema=schema)
             cfg.attributes["connection"] = conn
             yield cfg, conn
     finally:
         engine.dispose()
 
 
-def _refuse_foreign_history(conn: Connection) -> None:
-    from sqlalchemy import text
-
-    if conn.execute(text("SELECT to_regclass('alembic_version') IS NOT NULL")).scalar():
-        for (rev,) in conn.execute(text("SELECT version_num FROM alembic_version")):
-            problem = foreign_history(rev)
-            if problem is not None:
-                raise ForeignHistoryError(problem)
-
-
-def upgrade(dsn: str, revision: str = "head") -> None:
+def upgrade(dsn: str, revision: str = "head", *, schema: str | None = None) -> None:
+    """Upgrade the store in ``dsn`` (its schema: ``schema``, see :mod:`simhash_pg.db.layout`)."""
     from alembic import command
 
-    with _connected(dsn) as (cfg, _):
+    with _connected(dsn, schema=schema) as (cfg, _):
         command.upgrade(cfg, revision)
 
 
-def downgrade(dsn: str, revision: str = "base") -> None:
+def downgrade(dsn: str, revision: str = "base", *, schema: str | None = None) -> None:
     from alembic import command
 
-    with _connected(dsn) as (cfg, _):
+    with _connected(dsn, schema=schema) as (cfg, _):
         command.downgrade(cfg, revision)
+
+
+def upgrade_within(connection: Connection, revision: str = "head", *,
+                   schema: str | None = None) -> None:
+    """Run our migrations on an application's alembic connection (its ``env.py``).
+
+    After the app's own ``context.run_migrations()``, on the same connection
+    and in the same transaction: the store's revisions, with their own version
+    table in the store's schema; the app's ``alembic_version`` is neither read
+    nor written (docs/app.md, "Alembic beside yours").
+    """
+    from alembic import command, context, op
+
+    connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
+    cfg = _config(schema=schema)
+    cfg.attributes["connection"] = connection
+    # alembic keeps the running environment in module-level proxies, and a
+    # nested run removes them when it ends: the app's env.py still needs its own
+    outer = [getattr(module, "_proxy", None) for module in (context, op)]
+    try:
+        command.upgrade(cfg, revision)
+    finally:
+        for proxy in outer:
+            if proxy is not None:
+                proxy._install_proxy()
 
 
 def downgrade_losses(dsn: str, revision: str = "base") -> list[tuple[str, str]]:
@@ -167,13 +159,13 @@ def downgrade_losses_between(upper: str | None, lower: str) -> list[tuple[str, s
             if getattr(s.module, "downgrade_drops", None)]
 
 
-def current(dsn: str) -> str | None:
-    """The revision the database is at, None for an empty database."""
-    from alembic.runtime.migration import MigrationContext
-
-    with _connected(dsn, lock=False) as (_, conn):
-        rev: str | None = MigrationContext.configure(conn).get_current_revision()
-        return rev
+def current(dsn: str, *, schema: str | None = None) -> str | None:
+    """The store's revision, None for a database without a store (an app's
+    alembic history is not read: :func:`simhash_pg.db.layout.stored_revision`)."""
+    with _connected(dsn, lock=False, schema=schema) as (cfg, conn):
+        driver = conn.connection.driver_connection
+        assert driver is not None
+        return layout.stored_revision(driver, cfg.attributes["simhash_schema"])
 
 
 def script_head() -> str | None:
@@ -182,9 +174,9 @@ def script_head() -> str | None:
     return ScriptDirectory.from_config(_config()).get_current_head()
 
 
-def check(dsn: str) -> None:
+def check(dsn: str, *, schema: str | None = None) -> None:
     """Raise alembic's AutogenerateDiffsDetected if the models and database differ."""
     from alembic import command
 
-    with _connected(dsn, lock=False) as (cfg, _):
+    with _connected(dsn, lock=False, schema=schema) as (cfg, _):
         command.check(cfg)

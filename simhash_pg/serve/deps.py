@@ -63,10 +63,10 @@ class ServeState:
             lock_timeout=settings.lock_timeout, partitions=False,
         )
         opened.conn.close()
-        lock_timeout = settings.lock_timeout
+        lock_timeout, schema = settings.lock_timeout, opened.schema
 
         def configure(conn: psycopg.Connection[Any]) -> None:
-            opening.configure_session(conn, lock_timeout)
+            opening.configure_session(conn, lock_timeout, schema)
 
         kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": 10}
         if not conninfo_to_dict(opened.dsn).get("application_name"):

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import psycopg
 
 from simhash_pg.bits import to_unsigned
+from simhash_pg.db import layout
 from simhash_pg.store import sql
 from simhash_pg.store.checks import check_id_or_key
 from simhash_pg.store.results import AddResult, Document
@@ -91,6 +92,10 @@ class Browse:
     def dsn(self) -> str:
         raise NotImplementedError
 
+    @property
+    def schema(self) -> str:
+        raise NotImplementedError
+
     def get(self, id_or_key: int | str) -> Document | None:
         """The stored row with this id (int) or key (str), or None."""
         col, value = check_id_or_key(id_or_key)
@@ -133,7 +138,9 @@ class Browse:
     def key_reader(self) -> KeyReader | None:
         """A :class:`KeyReader` on a second connection; None when the server allows none."""
         with contextlib.suppress(psycopg.Error):
-            return KeyReader(psycopg.connect(self.dsn, autocommit=True))
+            conn = psycopg.connect(self.dsn, autocommit=True)
+            layout.use_schema(conn, self.schema)
+            return KeyReader(conn)
         return None
 
 

@@ -138,6 +138,10 @@ class SimhashStore(Browse):
         returns and the web page shows. False: ``body`` stays NULL (the rows
         take ~27% less room: 2,821 against 3,842 bytes per row on the eval
         corpus). Fingerprints (ints) never have one.
+    schema:
+        The PostgreSQL schema holding the store's tables and functions
+        (revision 0022). None: ``$SIMHASH_PG_SCHEMA``, else ``simhash``. A
+        database can hold an app's tables beside it (docs/app.md).
     """
 
     def __init__(
@@ -156,6 +160,7 @@ class SimhashStore(Browse):
         partition_interval: PartitionInterval | None = None,
         verify: VerifyMode | None = None,
         keep_text: bool = True,
+        schema: str | None = None,
     ) -> None:
         """Open the store (see the class docstring for the parameters)."""
         self._configure(StoreOptions(
@@ -166,6 +171,7 @@ class SimhashStore(Browse):
             dsn, engine, scheme=scheme, verify=verify, do_migrate=migrate,
             connect_timeout=connect_timeout, lock_timeout=lock_timeout,
             partitions=retention is not None, partition_interval=partition_interval,
+            schema=schema,
         )
         self._attach(opened, verify, owns_conn=True)
 
@@ -224,12 +230,18 @@ class SimhashStore(Browse):
                                    probe_pairs=opened.probe_pairs, rule=opened.rule)
         self.verify: VerifyMode = self.policy.mode
         self.partition_interval: PartitionInterval = opened.partition_interval
+        self._schema = opened.schema
 
     # -- properties and life cycle -----------------------------------------------
     @property
     def dsn(self) -> str:
         """The connection string in use (for psql, the CLI, another process)."""
         return self._dsn
+
+    @property
+    def schema(self) -> str:
+        """The PostgreSQL schema holding the store (its sessions' search_path starts there)."""
+        return self._schema
 
     @property
     def scheme(self) -> Scheme:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 import psycopg
 from psycopg.types.json import Jsonb
 
-from simhash_pg.db import migrate
+from simhash_pg.db import layout, migrate
 from simhash_pg.store.maintenance import run_ddl
 from simhash_pg.store.results import (
     SchemaVersionError,
@@ -73,6 +73,7 @@ class Opened(NamedTuple):
     probe_pairs: int | None  # long texts' values per block by pairs of blocks (None: single)
     rule: int  # the duplicate rule's version (simhash_pg.verify.rule.RULES)
     partition_interval: PartitionInterval = "day"  # one partition's span (revision 0013)
+    schema: str = layout.DEFAULT_SCHEMA  # where the store's objects are (revision 0022)
 
 
 def open_database(
@@ -86,17 +87,21 @@ def open_database(
     lock_timeout: float | None,
     partitions: bool,
     partition_interval: PartitionInterval | None = None,
+    schema: str | None = None,
 ) -> Opened:
     """Find the database, connect (autocommit) and shake hands; the connection is
     closed again if any step fails. ``partitions``: make today's and the next
     days' partitions, if missing (a store with a retention window).
     ``partition_interval``: the store's (None: the recorded one, else 'day').
+    ``schema``: the store's PostgreSQL schema (None: ``$SIMHASH_PG_SCHEMA``,
+    else ``simhash``; :mod:`simhash_pg.db.layout`).
     """
+    schema = layout.schema_name(schema)
     resolved = resolve_dsn(dsn, engine)
     conn = connect(resolved, connect_timeout)
     try:
-        configure_session(conn, lock_timeout)
-        _ensure_schema(conn, resolved, do_migrate)
+        configure_session(conn, lock_timeout, schema)
+        _ensure_schema(conn, resolved, do_migrate, schema)
         stored_scheme, new_store = _ensure_scheme(conn, resolved, scheme)
         recorded = _ensure_verify(conn, resolved, verify)
         probe_t, probe_cap, probe_pairs = _ensure_probes(conn, resolved)
@@ -108,19 +113,24 @@ def open_database(
     if partitions:
         _ensure_partitions(conn)
     return Opened(resolved, conn, stored_scheme, recorded, probe_t, probe_cap, probe_pairs,
-                  rule, interval)
+                  rule, interval, schema)
 
 
-def configure_session(conn: psycopg.Connection[Any], lock_timeout: float | None) -> None:
-    """Set a session up for a store: the writers' lock timeout.
+def configure_session(conn: psycopg.Connection[Any], lock_timeout: float | None,
+                      schema: str) -> None:
+    """Set a session up for a store: its search_path and the writers' lock timeout.
 
     Every connection a store uses needs it, its own (:func:`open_database`)
-    or a pool's (``SimhashStore.over_connection``).
+    or a pool's (``SimhashStore.over_connection``). One round trip.
     """
-    # simhash_writer_lock reads it (sql/0008_writer_locks.sql); "0": no limit
+    # the store's schema first (revision 0022): its tables and functions by
+    # their short names. simhash_writer_lock reads simhash.lock_timeout
+    # (sql/0008_writer_locks.sql); "0": no limit
     conn.execute(
-        "SELECT set_config('simhash.lock_timeout', %s, false)",
-        [f"{round(lock_timeout * 1000)}ms" if lock_timeout is not None else "0"],
+        "SELECT set_config('search_path', %s, false),"
+        " set_config('simhash.lock_timeout', %s, false)",
+        [layout.search_path(schema),
+         f"{round(lock_timeout * 1000)}ms" if lock_timeout is not None else "0"],
     )
 
 
@@ -170,28 +180,19 @@ def connect(dsn: str, timeout: int) -> psycopg.Connection[Any]:
         raise ValueError(f"invalid DSN: {_first_line(exc)}") from None
 
 
-def _schema_revision(conn: psycopg.Connection[Any]) -> str | None:
-    row = conn.execute("SELECT to_regclass('alembic_version') IS NOT NULL").fetchone()
-    if not row or not row[0]:
-        return None
-    rev = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-    return rev[0] if rev else None
-
-
-def _ensure_schema(conn: psycopg.Connection[Any], dsn: str, do_migrate: bool) -> None:
-    rev = _schema_revision(conn)
+def _ensure_schema(conn: psycopg.Connection[Any], dsn: str, do_migrate: bool,
+                   schema: str) -> None:
+    # an app's own alembic_version is never read (layout.stored_revision)
+    rev = layout.stored_revision(conn, schema)
     if rev == migrate.HEAD:
         return
-    problem = migrate.foreign_history(rev)
-    if problem is not None:  # never migrated, never read as ours
-        raise SchemaVersionError(f"{where(dsn)}: {problem}")
     if not do_migrate:
         raise SchemaVersionError(
             f"the database at {where(dsn)} is at schema revision {rev or 'none'}, "
             f"this simhash-pg needs {migrate.HEAD}: run `simhash-pg db upgrade --dsn ...`"
         )
     try:
-        migrate.upgrade(dsn)
+        migrate.upgrade(dsn, schema=schema)
     except Exception as exc:
         if "Can't locate revision" in str(exc):
             raise SchemaVersionError(

@@ -131,7 +131,8 @@ CREATE OR REPLACE FUNCTION simhash_add(
 )
 RETURNS TABLE (id bigint, fingerprint bigint, duplicate_of bigint, distance integer,
                inserted boolean, duplicate_key text)
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     v_id bigint;

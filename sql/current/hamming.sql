@@ -17,7 +17,8 @@
 -- IMMUTABLE so that calling SQL functions stay inlinable; they only ever
 -- raise or return their argument.
 CREATE OR REPLACE FUNCTION simhash_check_k(k integer) RETURNS integer
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path FROM CURRENT AS $$
 BEGIN
     IF k IS NULL OR k < 0 OR k > 64 THEN
         RAISE EXCEPTION 'simhash: k must be between 0 and 64 (a 64-bit fingerprint), got %',
@@ -29,7 +30,8 @@ END
 $$;
 
 CREATE OR REPLACE FUNCTION simhash_bad_block_number(i integer) RETURNS smallint
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path FROM CURRENT AS $$
 BEGIN
     RAISE EXCEPTION 'simhash: block number must be 0, 1, 2 or 3, got %', coalesce(i::text, 'NULL')
         USING ERRCODE = '22023';

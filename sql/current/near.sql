@@ -66,6 +66,7 @@ RETURNS TABLE (id bigint, key text, distance integer)
 LANGUAGE plpgsql STABLE PARALLEL SAFE ROWS 10
 -- generic plans, always: see above
 SET plan_cache_mode = force_generic_plan
+SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -174,7 +175,8 @@ $$;
 -- The neighbours of a stored document, leaving out the document itself.
 CREATE OR REPLACE FUNCTION simhash_near_id(doc_id bigint, k integer DEFAULT 3)
 RETURNS TABLE (id bigint, key text, distance integer)
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path FROM CURRENT AS $$
     SELECT n.id, n.key, n.distance
     FROM simhash_documents s
     CROSS JOIN LATERAL simhash_near(s.fingerprint, k) AS n
@@ -190,6 +192,7 @@ CREATE OR REPLACE FUNCTION simhash_near_many(fps bigint[], k integer DEFAULT 3)
 RETURNS TABLE (query integer, id bigint, key text, distance integer)
 LANGUAGE plpgsql STABLE PARALLEL SAFE ROWS 100
 SET plan_cache_mode = force_generic_plan
+SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 BEGIN

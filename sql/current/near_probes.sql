@@ -34,7 +34,8 @@
 CREATE OR REPLACE FUNCTION simhash_check_probes(
     fps bigint[], probes smallint[], caps integer[], sigs bigint[] DEFAULT NULL
 ) RETURNS integer
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path FROM CURRENT AS $$
 BEGIN
     IF fps IS NULL OR probes IS NULL OR caps IS NULL THEN
         RAISE EXCEPTION 'simhash: fingerprints, probes and caps must not be NULL (got %, %, %)',
@@ -183,6 +184,7 @@ CREATE OR REPLACE FUNCTION simhash_near_probes_many(fps bigint[], probes smallin
 RETURNS TABLE (query integer, id bigint, key text, distance integer)
 LANGUAGE plpgsql STABLE PARALLEL SAFE ROWS 100
 SET plan_cache_mode = force_generic_plan
+SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -277,6 +279,7 @@ SET plan_cache_mode = force_generic_plan
 -- jit_above_cost, and compiling cost 1.7 s a call on PostgreSQL 15 with LLVM
 -- for a look-up that runs in a millisecond (revision 0018)
 SET jit = off
+SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -420,6 +423,7 @@ SET plan_cache_mode = force_generic_plan
 -- jit_above_cost, and compiling cost 1.7 s a call on PostgreSQL 15 with LLVM
 -- for a look-up that runs in a millisecond (revision 0018)
 SET jit = off
+SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE

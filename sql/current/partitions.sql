@@ -24,6 +24,7 @@ RETURNS TABLE (partition regclass, lower_bound timestamptz, upper_bound timestam
 LANGUAGE sql STABLE
 -- the bounds are read back from their text form: one fixed format
 SET "TimeZone" = 'UTC' SET "DateStyle" = 'ISO, YMD'
+SET search_path FROM CURRENT
 AS $$
     SELECT c.oid::regclass,
            CASE WHEN m.b[1] = 'MINVALUE' THEN '-infinity'::timestamptz
@@ -43,7 +44,8 @@ $$;
 -- simhash_meta 'partition_interval' (revision 0013); 'day' if none is (a
 -- store made before: it keeps daily partitions).
 CREATE OR REPLACE FUNCTION simhash_partition_interval() RETURNS text
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE
+SET search_path FROM CURRENT AS $$
     SELECT coalesce((SELECT value #>> '{}' FROM simhash_meta WHERE name = 'partition_interval'),
                     'day')
 $$;
@@ -52,7 +54,8 @@ $$;
 -- p_at, in UTC: lower_bound <= p_at < upper_bound.
 CREATE OR REPLACE FUNCTION simhash_partition_bounds(p_at timestamptz, p_interval text)
 RETURNS TABLE (lower_bound timestamptz, upper_bound timestamptz)
-LANGUAGE plpgsql IMMUTABLE AS $$
+LANGUAGE plpgsql IMMUTABLE
+SET search_path FROM CURRENT AS $$
 DECLARE
     v_start timestamp;
 BEGIN
@@ -79,7 +82,8 @@ $$;
 -- dropped one by hand. Returns the partitions made and dropped.
 CREATE OR REPLACE FUNCTION simhash_text_keys_follow_partitions()
 RETURNS TABLE (action text, relation text)
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT AS $$
 DECLARE
     r record;
 BEGIN
@@ -130,7 +134,8 @@ $$;
 -- links).
 CREATE OR REPLACE FUNCTION simhash_create_partition(p_day date, p_interval text DEFAULT NULL)
 RETURNS text
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT AS $$
 DECLARE
     v_at timestamptz := p_day::timestamp AT TIME ZONE 'UTC';
     v_lo timestamptz;
@@ -240,7 +245,8 @@ $$;
 CREATE OR REPLACE FUNCTION simhash_set_partition_interval(p_interval text,
                                                           days_ahead integer DEFAULT 1)
 RETURNS SETOF text
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT AS $$
 DECLARE
     r record;
     v_empty boolean;
@@ -272,7 +278,8 @@ $$;
 -- partition, rows deleted), ('keys', 'simhash_keys', keys deleted).
 CREATE OR REPLACE FUNCTION simhash_drop_partitions(older_than interval)
 RETURNS TABLE (action text, relation text, n_rows bigint)
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT AS $$
 DECLARE
     v_cutoff timestamptz;
     v_upper timestamptz;

@@ -77,7 +77,8 @@ CREATE OR REPLACE TRIGGER simhash_text_keys_truncate AFTER TRUNCATE ON simhash_d
 CREATE OR REPLACE FUNCTION simhash_text_keys_fill(first_id bigint DEFAULT NULL,
                                                   last_id bigint DEFAULT NULL)
 RETURNS bigint
-LANGUAGE sql VOLATILE AS $$
+LANGUAGE sql VOLATILE
+SET search_path FROM CURRENT AS $$
     WITH made AS (
         INSERT INTO simhash_text_keys (hash, id, created_at, fingerprint)
         SELECT h.h, d.id, d.created_at, d.fingerprint FROM simhash_documents d
