@@ -40,9 +40,12 @@ from sqlalchemy import (
     Table,
     Text,
     and_,
+    cast,
     func,
     literal,
+    literal_column,
     or_,
+    type_coerce,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.engine import Dialect
@@ -65,6 +68,7 @@ from simhash_pg.bits import (
     to_signed,
     to_unsigned,
 )
+from simhash_pg.db.layout import schema_name
 
 __all__ = [
     "DOCUMENTS",
@@ -138,18 +142,32 @@ def _fp_expr(value: Any) -> Any:
     return literal(check_fingerprint(value), Fingerprint())
 
 
+def _store_function(name: str) -> Any:
+    """The store's SQL function ``name``, qualified by the store's schema
+    (``simhash.simhash_hamming(...)``): an app's session need not have the
+    store's schema on its search_path (:mod:`simhash_pg.db.layout`)."""
+    return getattr(getattr(func, schema_name()), name)
+
+
 def hamming(a: Any, b: Any) -> ColumnElement[int]:
-    """``simhash_hamming(a, b)``: the Hamming distance of two fingerprints, an
-    integer. Either side is a column or expression, or an unsigned int."""
-    return func.simhash_hamming(_fp_expr(a), _fp_expr(b), type_=Integer)
+    """``simhash.simhash_hamming(a, b)``: the Hamming distance of two
+    fingerprints, an integer. Either side is a column or expression, or an
+    unsigned int."""
+    fn: ColumnElement[int] = _store_function("simhash_hamming")(
+        _fp_expr(a), _fp_expr(b), type_=Integer)
+    return fn
 
 
 def block(fp: Any, i: int) -> ColumnElement[int]:
-    """``simhash_block(fp, i)``: block i (0 = bits 48-63 ... 3 = bits 0-15) as the
-    smallint the block columns hold (16-bit value - 32768)."""
+    """Block i (0 = bits 48-63 ... 3 = bits 0-15) as the smallint the block
+    columns hold (16-bit value - 32768): the block columns' own expression,
+    so it needs none of the store's functions."""
     if isinstance(i, bool) or i not in range(BLOCKS):
         raise ValueError(f"block number must be 0, 1, 2 or 3, got {i!r}")
-    return func.simhash_block(_fp_expr(fp), i, type_=SmallInteger)
+    value: ColumnElement[Any] = type_coerce(_fp_expr(fp), BigInteger)
+    if BLOCK_SHIFTS[i]:  # bigint >> integer (PostgreSQL has no bigint >> bigint)
+        value = value.op(">>")(literal_column(str(BLOCK_SHIFTS[i]), Integer))
+    return cast(value.op("&")(65535) - BLOCK_OFFSET, SmallInteger)
 
 
 # -- an app's own table: block columns, indexes, search --------------------------
@@ -270,7 +288,8 @@ def near_clause(source: Any, q: int, k: int = DEFAULT_K, *, fingerprint: str = "
 
 # -- the store's table and search functions ---------------------------------------
 
-def documents_table(metadata: MetaData | None = None, *, name: str = DOCUMENTS) -> Table:
+def documents_table(metadata: MetaData | None = None, *, name: str = DOCUMENTS,
+                    schema: str | None = None) -> Table:
     """The store's ``simhash_documents`` as a Table, to read and join (the store
     writes it: add documents through :class:`simhash_pg.SimhashStore`).
 
@@ -293,6 +312,7 @@ def documents_table(metadata: MetaData | None = None, *, name: str = DOCUMENTS) 
         Column("sentence_sig", BigInteger),
         Column("sentence_hashes", ARRAY(BigInteger)),
         Column("body", Text),  # revision 0021: the text as written (None: not kept)
+        schema=schema_name(schema),  # the store's (revision 0022)
         info={"simhash_pg": "store"},
     )
 
@@ -306,7 +326,7 @@ def near(fp: Any, k: int = DEFAULT_K) -> TableValuedAlias:
     """``simhash_near(fp, k)`` as a table: stored documents (``id``, ``key``,
     ``distance``) within k of ``fp``, a fingerprint or a fingerprint column
     (add ``.lateral()`` to take it from each row of another table)."""
-    return _near_columns(func.simhash_near(_fp_expr(fp), _check_k(k)))
+    return _near_columns(_store_function("simhash_near")(_fp_expr(fp), _check_k(k)))
 
 
 def near_id(doc_id: Any, k: int = DEFAULT_K) -> TableValuedAlias:
@@ -314,5 +334,5 @@ def near_id(doc_id: Any, k: int = DEFAULT_K) -> TableValuedAlias:
     of stored document ``doc_id`` (an int or an id column), leaving it out."""
     if not (isinstance(doc_id, ClauseElement) or hasattr(doc_id, "__clause_element__")):
         doc_id = literal(doc_id, BigInteger())
-    return _near_columns(func.simhash_near_id(doc_id, _check_k(k)))
+    return _near_columns(_store_function("simhash_near_id")(doc_id, _check_k(k)))
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 from sqlalchemy import Column, Integer, MetaData, Table, event, insert, literal, select
 from sqlalchemy.exc import StatementError
 from sqlalchemy.orm import Session
@@ -56,7 +57,8 @@ def example() -> ModuleType:
 
 @pytest.fixture
 def session(example: ModuleType, pg_dsn: str) -> Iterator[Session]:
-    engine = example.make_engine(pg_dsn)
+    # an app's session: the store's schema is not on its search_path
+    engine = example.make_engine(make_conninfo(pg_dsn, options="-c search_path=public"))
     example.Base.metadata.create_all(engine)
     try:
         with Session(engine) as s:
@@ -260,7 +262,7 @@ def test_alembic_helper_adds_blocks_to_a_table_with_rows(example: ModuleType, pg
     from alembic.operations import Operations
 
     values = [0, 5, 1 << 63, MAX_FINGERPRINT]
-    pg.execute("CREATE TABLE legacy (id integer PRIMARY KEY, fingerprint bigint NOT NULL)")
+    pg.execute("CREATE TABLE public.legacy (id integer PRIMARY KEY, fingerprint bigint NOT NULL)")
     with pg.cursor() as cur:
         cur.executemany("INSERT INTO legacy VALUES (%s, %s)",
                         [(i, to_signed(v)) for i, v in enumerate(values)])
