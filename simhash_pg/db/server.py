@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from simhash_pg.db.layout import schema_name, search_path
 from simhash_pg.db.private_dirs import access_hint, denied, own_home, private_dir, remove_own_dir
 from simhash_pg.db.server_auth import (
     IDENT_MAP,
@@ -350,6 +351,10 @@ class LocalServer:
             if not found:
                 with contextlib.suppress(psycopg.errors.DuplicateDatabase):
                     conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+                    # a database of the store's own: psql and analysts' sessions
+                    # find its tables by their short names (revision 0022)
+                    conn.execute(sql.SQL("ALTER DATABASE {} SET search_path TO {}").format(
+                        sql.Identifier(dbname), sql.SQL(search_path(schema_name()))))
 
     def stop(self, *, mode: str = "fast") -> bool:
         """Stop the server; return False if it was not running."""
