@@ -92,9 +92,7 @@ class Browse:
     def dsn(self) -> str:
         raise NotImplementedError
 
-    @property
-    def schema(self) -> str:
-        raise NotImplementedError
+    schema: str  # the store's PostgreSQL schema (revision 0022)
 
     def get(self, id_or_key: int | str) -> Document | None:
         """The stored row with this id (int) or key (str), or None."""

@@ -139,9 +139,8 @@ class SimhashStore(Browse):
         take ~27% less room: 2,821 against 3,842 bytes per row on the eval
         corpus). Fingerprints (ints) never have one.
     schema:
-        The PostgreSQL schema holding the store's tables and functions
-        (revision 0022). None: ``$SIMHASH_PG_SCHEMA``, else ``simhash``. A
-        database can hold an app's tables beside it (docs/app.md).
+        The PostgreSQL schema of the store (revision 0022). None:
+        ``$SIMHASH_PG_SCHEMA``, else ``simhash`` (docs/app.md).
     """
 
     def __init__(
@@ -230,18 +229,13 @@ class SimhashStore(Browse):
                                    probe_pairs=opened.probe_pairs, rule=opened.rule)
         self.verify: VerifyMode = self.policy.mode
         self.partition_interval: PartitionInterval = opened.partition_interval
-        self._schema = opened.schema
+        self.schema = opened.schema  # the PostgreSQL schema its sessions search first
 
     # -- properties and life cycle -----------------------------------------------
     @property
     def dsn(self) -> str:
         """The connection string in use (for psql, the CLI, another process)."""
         return self._dsn
-
-    @property
-    def schema(self) -> str:
-        """The PostgreSQL schema holding the store (its sessions' search_path starts there)."""
-        return self._schema
 
     @property
     def scheme(self) -> Scheme:
