@@ -31,6 +31,7 @@ from psycopg import sql
 
 from lab.bench._scratch import scratch_dsn, scratch_options
 from lab.bench.stream import _prewarm
+from lab.connect import connect as store_connect
 from simhash_pg.store.pgcopy import copy_fingerprints
 from simhash_pg.store.planner_stats import forget_empty_stats
 
@@ -203,7 +204,7 @@ def _run(dsn: str, per_day: int, points: list[float], clients: int, seconds: flo
     migrate.upgrade(dsn)
     with SimhashStore(dsn, partition_interval=interval):  # type: ignore[arg-type]
         pass  # the current partition, the next one and the default
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
         settings = conn.execute(
             "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ', ' ORDER BY name)"

@@ -42,6 +42,7 @@ import numpy.typing as npt
 
 from lab.bench._scratch import scratch_dsn
 from lab.bench.timing import pct
+from lab.connect import connect as store_connect
 from simhash_pg.bits import BLOCK_SHIFTS, to_signed_array
 
 __all__ = [
@@ -270,10 +271,9 @@ _NEAR_SQL = "SELECT id, distance FROM simhash_near(%s, %s)"
 
 def measure_near(dsn: str, queries: U64, truth: Sequence[I64], k: int) -> Measurement:
     """``simhash_near`` latency (after one warm-up pass) and recall."""
-    import psycopg
 
     params = [(int(q), k) for q in to_signed_array(queries)]
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         _time_queries(conn, _NEAR_SQL, params, k)  # warm-up: caches and prepared plans
         lat, res = _time_queries(conn, _NEAR_SQL, params, k)
     found, total = _recall_counts(res, truth)
@@ -303,9 +303,8 @@ def build_hnsw(dsn: str, fps: U64 | None = None, *, m: int = 16, ef_construction
     ids); otherwise they are loaded with ids 1..n. ``parallel_workers`` = 0
     builds on one core, as our own index builds are timed.
     """
-    import psycopg
 
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         conn.execute(f"DROP TABLE IF EXISTS {_HNSW_TABLE}")
         conn.execute(f"CREATE TABLE {_HNSW_TABLE} (id bigint NOT NULL, v bit(64) NOT NULL)")
@@ -344,11 +343,10 @@ def measure_hnsw(dsn: str, queries: U64, truth: Sequence[I64], k: int, *,
                  ef_search: Sequence[int] = (40, 100, 200, 400), limit: int = 10,
                  build: HnswBuild | None = None) -> list[Measurement]:
     """HNSW latency and recall within k at each ``hnsw.ef_search``."""
-    import psycopg
 
     params = [{"q": int(q), "n": limit} for q in to_signed_array(queries)]
     out: list[Measurement] = []
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         plan = "\n".join(
             r[0] for r in conn.execute("EXPLAIN " + _HNSW_SQL, params[0]).fetchall()
         )
@@ -403,14 +401,13 @@ def candidates_per_query(dsn: str, queries: U64, k: int, *,
     counted with index-only scans. Every one of these entries is read and
     Hamming-checked; distinct rows are fewer when blocks coincide.
     """
-    import psycopg
 
     if k > 15:
         raise ValueError("above k = 15 simhash_near scans the table: every row is a candidate")
     signed = [int(q) for q in to_signed_array(queries)]
     counts: list[int] = []
     matches = 0
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         for start in range(0, len(signed), batch):
             part = signed[start : start + batch]
             rows = conn.execute(_CANDIDATES_SQL, {"fps": part, "r": k // 4}).fetchall()
@@ -430,12 +427,11 @@ def load_documents(dsn: str, fps: U64, *,
     rebuild of the four block indexes alone: the like-for-like figure next to
     an HNSW index build.
     """
-    import psycopg
 
     from simhash_pg.db import migrate
 
     migrate.upgrade(dsn)
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, false)",
                      [str(parallel_workers)])
         t0 = time.perf_counter()
@@ -513,7 +509,6 @@ def command(n: int, k: int, queries: int, ef_search: tuple[int, ...], limit: int
     Runs in a throwaway embedded server, deleted afterwards. Index builds on
     one core (max_parallel_maintenance_workers = 0) for both.
     """
-    import psycopg
 
     t0 = time.perf_counter()
     data = planted_data(n, queries, k, seed=seed, skew=skew)
@@ -530,7 +525,7 @@ def command(n: int, k: int, queries: int, ef_search: tuple[int, ...], limit: int
                    "HNSW recall is capped by the LIMIT", err=True)
 
     with throwaway_server() as dsn:
-        with psycopg.connect(dsn, autocommit=True) as conn:
+        with store_connect(dsn) as conn:
             version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
             sb = conn.execute("SHOW shared_buffers").fetchone()[0]  # type: ignore[index]
         click.echo(f"server: PostgreSQL {version}, shared_buffers {sb}, throwaway")

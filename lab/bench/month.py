@@ -20,13 +20,13 @@ import time
 from functools import partial
 
 import numpy as np
-import psycopg
 from psycopg.conninfo import make_conninfo
 
 from lab.bench._scratch import scratch_dsn
 from lab.bench.floor import race
 from lab.bench.store import make_data, queries_for
 from lab.bench.timing import pct, timed_ms
+from lab.connect import connect as store_connect
 from simhash_pg.bits import to_signed_array
 from simhash_pg.db import migrate
 from simhash_pg.store import SimhashStore
@@ -39,7 +39,7 @@ def fill_month(dsn: str, fps: np.ndarray, days: int,
     t = time.perf_counter()
     with SimhashStore(dsn, partition_interval=interval):
         pass  # records the interval and lays the partitions ahead out by it
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         per_day = np.array_split(to_signed_array(fps), days)
         for d, chunk in enumerate(per_day, start=1):
             # the partition holding that day, if none does yet (a week's: once)
@@ -73,7 +73,7 @@ def main() -> None:
     with scratch_dsn(dbname="daily") as url:
         urls = {"daily": url, "weekly": make_conninfo(url, dbname="weekly"),
                 "one": make_conninfo(url, dbname="one")}
-        with psycopg.connect(url, autocommit=True) as c:
+        with store_connect(url) as c:
             c.execute("CREATE DATABASE weekly")
             c.execute("CREATE DATABASE one")
         for dsn in urls.values():

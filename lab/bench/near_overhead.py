@@ -28,6 +28,7 @@ import click
 
 from lab.bench._scratch import scratch_dsn, scratch_options
 from lab.bench.store import make_data, queries_for
+from lab.connect import connect as store_connect
 
 
 @click.command("near-overhead")
@@ -93,7 +94,6 @@ def _lay_out(conn: Any, ahead: int) -> None:
 
 
 def _run(dsn: str, n: int, nq: int, seed: int, rounds: int) -> None:
-    import psycopg
 
     from simhash_pg.db import migrate
     from simhash_pg.store import SimhashStore
@@ -105,7 +105,7 @@ def _run(dsn: str, n: int, nq: int, seed: int, rounds: int) -> None:
     qs = queries_for(fps, nq, 3, seed)
     with SimhashStore(dsn, k=3) as store:
         store.bulk_load(fps)
-    conn = psycopg.connect(dsn, autocommit=True)
+    conn = store_connect(dsn)
     echo(f"simhash-pg bench near-overhead: n={n:,}, {nq} queries per layout over {rounds} rounds,"
          " p50 in ms; layouts in turn, layers interleaved per query")
     per_round = [qs[i::rounds] for i in range(rounds)]

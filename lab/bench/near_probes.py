@@ -27,6 +27,7 @@ import click
 from lab.bench._scratch import scratch_dsn
 from lab.bench.store import make_data, queries_for
 from lab.bench.timing import pct
+from lab.connect import connect as store_connect
 
 SINGLE = ("SELECT * FROM simhash_near_probes(%s, %s::smallint[], %s::smallint[],"
           " %s::smallint[], %s::smallint[], %s)")
@@ -71,7 +72,6 @@ def main(n: int, nq: int, t: int, cap: int, batch: int, seed: int, dsn: str | No
 
 
 def _run(dsn: str, n: int, nq: int, t: int, cap: int, batch: int, seed: int) -> None:
-    import psycopg
 
     from simhash_pg.bits import to_signed
     from simhash_pg.db import migrate
@@ -85,7 +85,7 @@ def _run(dsn: str, n: int, nq: int, t: int, cap: int, batch: int, seed: int) -> 
         began = time.perf_counter()
         store.bulk_load(fps)
         load_s = time.perf_counter() - began
-    conn = psycopg.connect(dsn, autocommit=True)
+    conn = store_connect(dsn)
     version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
     echo(f"near_probes bench: n={n:,} queries={nq} T={t} cap={cap} seed={seed}; "
          f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores; bulk load {load_s:.1f} s")

@@ -23,6 +23,7 @@ import numpy as np
 
 from lab.bench._scratch import scratch_dsn, scratch_options
 from lab.bench.store import make_data
+from lab.connect import connect as store_connect
 from simhash_pg.cli.options import k_option
 
 OLD_NAME = "simhash_pairs_0009"
@@ -75,7 +76,7 @@ def _run(dsn: str, n: int, k: int, old_timeout: int, sample: int, links: bool,
     echo = click.echo
     migrate.downgrade(dsn, "base")
     migrate.upgrade(dsn)
-    conn = psycopg.connect(dsn, autocommit=True)
+    conn = store_connect(dsn)
     version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
     echo(f"simhash-pg bench pairs: n={n:,} k={k} skew={skew} seed={seed}, PostgreSQL {version}")
 

@@ -34,6 +34,7 @@ from psycopg.conninfo import make_conninfo
 from lab.bench._scratch import scratch_dsn
 from lab.bench.store import make_data, queries_for
 from lab.bench.timing import pct, timed_ms
+from lab.connect import connect as store_connect
 from simhash_pg import Doc
 from simhash_pg.bits import to_signed_array
 from simhash_pg.db import migrate
@@ -104,7 +105,7 @@ def main() -> None:
     args = ap.parse_args()
     n = args.n
     with scratch_dsn(dbname="plain") as plain_dsn:
-        with psycopg.connect(plain_dsn, autocommit=True) as c:
+        with store_connect(plain_dsn) as c:
             c.execute("CREATE DATABASE parted")
             version = c.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
         parted_dsn = make_conninfo(plain_dsn, dbname="parted")

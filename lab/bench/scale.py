@@ -68,6 +68,7 @@ from lab.bench.rows import (
     synthetic_texts,
 )
 from lab.bench.timing import pct
+from lab.connect import connect as store_connect
 
 __all__ = ["command", "plan_shapes"]
 
@@ -217,7 +218,7 @@ def _run(dsn: str, points: tuple[int, ...], kind: str, text_chars: int, boilerpl
          f"{100 * boilerplate:g}% hold one of {SHARED_KEYS} shared keys (the most held: "
          f"{100 * boilerplate * top[0]:.1f}% of rows, the least {100 * boilerplate * top[-1]:.2f}%)"
          f"; {100 * FAMILY_SHARE:g}% are near copies (1-3 bits) of another")
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
         echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores, load average "
              f"{os.getloadavg()[0]:.1f}")
@@ -261,7 +262,7 @@ def _again(dsn: str, kind: str, texts: int, queries: int, clients: int, seconds:
     echo(f"simhash-pg bench scale --again: schema {was} -> {migrate.HEAD} in "
          f"{time.perf_counter() - clock:.1f} s; {queries} queries per mode, {clients} clients "
          f"x {seconds:g} s per mode in {rounds} turns, {bulk:,} bulk adds, seed={seed}")
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
         echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores, load average "
              f"{os.getloadavg()[0]:.1f}")
@@ -307,7 +308,7 @@ def _fill(dsn: str, p: Profile, lo: int, hi: int, total: int, days: Days, boiler
     """Synthetic rows ``lo``..``hi`` - 1 in, then VACUUM (ANALYZE), CHECKPOINT, prewarm and
     the sizes; the COPY's rows/s and the rows the store holds."""
     echo = click.echo
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         seg = Segment(lo, hi, total, last_id(conn))
 
         def progress(rows: int, took: float) -> None:
@@ -348,7 +349,7 @@ def _store_real(dsn: str, stored: list[str], p: Profile) -> int:
     with SimhashStore(dsn, verify="all") as store:
         first = last_id(store.connection)
         store.add_many(stored, dedup=False)
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         got = conn.execute(
             "SELECT count(*), avg(cardinality(sentence_hashes)), max(cardinality(sentence_hashes)),"
             " avg(length(verify_text)) FROM simhash_documents WHERE id > %s", [first]).fetchone()

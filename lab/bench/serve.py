@@ -49,6 +49,7 @@ import numpy as np
 
 from lab.bench._scratch import scratch_dsn, scratch_options
 from lab.bench.timing import pct, run_clients
+from lab.connect import connect as store_connect
 
 # stored fingerprints, set before the clients are forked (shared, not copied)
 _STORED: np.ndarray = np.zeros(0, dtype=np.uint64)
@@ -176,7 +177,6 @@ def _run(dsn: str, n: int, workers: int, clients: int, seconds: float,
          workloads: tuple[str, ...], seed: int, against: str | None = None,
          rounds: int = 4) -> None:
     global _STORED
-    import psycopg
 
     from lab.bench._server import served
     from lab.bench.store import make_data
@@ -192,7 +192,7 @@ def _run(dsn: str, n: int, workers: int, clients: int, seconds: float,
     with SimhashStore(dsn) as store:
         store.bulk_load(fps)
         verify = store.verify
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         conn.execute("CHECKPOINT")
         warmed = _prewarm(conn)
         version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]

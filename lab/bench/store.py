@@ -27,6 +27,7 @@ import numpy as np
 
 from lab.bench._scratch import scratch_dsn, scratch_options
 from lab.bench.timing import pct, timed_ms
+from lab.connect import connect as store_connect
 from simhash_pg.bits import BLOCK_SHIFTS
 from simhash_pg.cli.options import k_option
 
@@ -263,7 +264,7 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
     echo = click.echo
     migrate.downgrade(dsn, "base")
     migrate.upgrade(dsn)
-    conn = psycopg.connect(dsn, autocommit=True)
+    conn = store_connect(dsn)
     db = conn.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
     conn.execute(f'ALTER DATABASE "{db}" RESET simhash.pair_probe_min_rows')
     version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
@@ -421,11 +422,10 @@ def _adds(conn: Any, store: Any, fps: np.ndarray, add_rows: int, seed: int, skew
     both start with every page owing its full-page image). ``floor_dsn``: the
     floor's own server (else the store's).
     """
-    import psycopg
 
     from lab.bench.floor import FLOOR_TABLE, copy_floor, make_floor_table, race
 
-    floor = psycopg.connect(floor_dsn, autocommit=True) if floor_dsn else conn
+    floor = store_connect(floor_dsn) if floor_dsn else conn
     built = make_floor_table(floor, fps)
     where = "its own server" if floor_dsn else "the store's server"
     click.echo(f"floor table (bare, same layout, {len(fps):,} rows, in {where}) built in "

@@ -46,6 +46,7 @@ import numpy as np
 from lab.bench._scratch import scratch_dsn, scratch_options
 from lab.bench.hooks import store_with
 from lab.bench.timing import pct, run_clients
+from lab.connect import connect as store_connect
 
 # Fingerprints already stored, for the stream's near-duplicates: set before
 # the clients are forked, so they share it without copying.
@@ -218,7 +219,6 @@ def command(n: int, clients: str, seconds: float, batch: int, dup_rate: float, s
 def _run(dsn: str, n: int, counts: list[int], seconds: float, batch: int, dup_rate: float,
          seed: int) -> None:
     global _STORED
-    import psycopg
 
     from lab.bench.store import make_data
     from simhash_pg.db import migrate
@@ -227,7 +227,7 @@ def _run(dsn: str, n: int, counts: list[int], seconds: float, batch: int, dup_ra
     echo = click.echo
     migrate.downgrade(dsn, "base")
     migrate.upgrade(dsn)
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
         locks = conn.execute(
             "SELECT current_setting('max_locks_per_transaction'),"
@@ -248,7 +248,7 @@ def _run(dsn: str, n: int, counts: list[int], seconds: float, batch: int, dup_ra
         store.bulk_load(fps)
     echo(f"preloaded {n:,} rows by COPY in {time.perf_counter() - t:.1f} s")
     t = time.perf_counter()
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         # a live store has its table and indexes cached and no load-sized
         # checkpoint pending: get there before timing anything
         conn.execute("CHECKPOINT")
@@ -276,7 +276,7 @@ def _run(dsn: str, n: int, counts: list[int], seconds: float, batch: int, dup_ra
                         f"{f['p50']:>8.2f} {f['p99']:>8.2f} {100 * f['dups']:>4.0f}% {cost:>9}")
                 rows.append(line)
                 echo(line)
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         total = conn.execute("SELECT count(*) FROM simhash_documents").fetchone()[0]  # type: ignore[index]
     echo(f"rows stored at the end: {total:,}. Latency is per add (add) or per batch of "
          f"{batch} (add_many); lock cost = adds/s lost to the locks; add async = "

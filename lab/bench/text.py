@@ -36,6 +36,7 @@ import click
 
 from lab.bench._scratch import scratch_dsn, scratch_options
 from lab.bench.timing import pct, run_clients
+from lab.connect import connect as store_connect
 
 MODES = ("off", "short", "all")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -209,7 +210,6 @@ def command(n: int, texts: int, queries: int, clients: int, seconds: float, roun
 
 def _run(dsn: str, n: int, texts: int, queries: int, clients: int, seconds: float,
          seed: int, rounds: int = 4) -> None:
-    import psycopg
 
     from lab.bench.store import make_data
     from lab.bench.stream import _prewarm
@@ -219,7 +219,7 @@ def _run(dsn: str, n: int, texts: int, queries: int, clients: int, seconds: floa
     echo = click.echo
     migrate.downgrade(dsn, "base")
     migrate.upgrade(dsn)
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
     source = (f"{len(_STORED):,} corpus texts ({len(_HELD):,} held back for the adds)"
               if _STORED else f"{texts:,} synthetic texts")
@@ -231,7 +231,7 @@ def _run(dsn: str, n: int, texts: int, queries: int, clients: int, seconds: floa
     with SimhashStore(dsn, verify="all") as store:
         store.bulk_load(make_data(n, seed, False))
         store.add_many(stored, dedup=False)
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         conn.execute("CHECKPOINT")
         warmed = _prewarm(conn)
     echo(f"loaded {n:,} fingerprints and {len(stored):,} texts, checkpoint, warm-up "

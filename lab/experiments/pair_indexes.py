@@ -28,11 +28,11 @@ import sys
 import time
 
 import numpy as np
-import psycopg
 
 from lab.bench._scratch import scratch_dsn
 from lab.bench.store import make_data, queries_for
 from lab.bench.timing import pct
+from lab.connect import connect as store_connect
 from simhash_pg.bits import to_signed
 from simhash_pg.db import migrate
 from simhash_pg.store import SimhashStore
@@ -148,7 +148,7 @@ def main() -> None:
 
 def run(dsn: str, a: argparse.Namespace) -> None:
     fps = make_data(a.n, a.seed, a.skew)
-    conn = psycopg.connect(dsn, autocommit=True)
+    conn = store_connect(dsn)
     if not a.reuse:
         for i in range(4):
             conn.execute(f"ALTER INDEX IF EXISTS simhash_documents_b{i}_pidx"

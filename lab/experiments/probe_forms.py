@@ -32,6 +32,7 @@ import psycopg
 
 from lab.bench.store import make_data, queries_for
 from lab.bench.timing import pct
+from lab.connect import connect as store_connect
 from simhash_pg.bits import to_signed
 from simhash_pg.db.resources import read_sql
 
@@ -77,7 +78,7 @@ def main() -> None:
 
 
 def run(dsn: str, fps: np.ndarray | None, args: argparse.Namespace) -> None:
-    conn = psycopg.connect(dsn, autocommit=True)
+    conn = store_connect(dsn)
     install_0005(conn)
     if fps is None:
         rows = conn.execute(

@@ -92,6 +92,7 @@ import psycopg
 from psycopg import sql
 
 from lab import quality as Q
+from lab.connect import connect as store_connect
 from lab.experiments.margin_probes import BoolA, table
 from lab.experiments.probe_budget import K, Measured, Setting, add_texts, measure
 from simhash_pg.text.signatures import (
@@ -534,17 +535,17 @@ def run(args: argparse.Namespace, log: Log) -> None:
                      settings=sized_settings(rows=rows_hint)) as dsn:
         migrate.downgrade(dsn, "base")
         migrate.upgrade(dsn)
-        with psycopg.connect(dsn, autocommit=True) as conn:
+        with store_connect(dsn) as conn:
             days = days_of(conn)
         phases: dict[str, Phase] = {}
         with SimhashStore(dsn, verify="all") as st:
             add_texts(st, sets, log)
-            with psycopg.connect(dsn, autocommit=True) as conn:
+            with store_connect(dsn) as conn:
                 rows = {str(k): (int(i), int(f)) for k, i, f in conn.execute(
                     "SELECT key, id, fingerprint FROM simhash_documents")}
                 conn.execute("VACUUM (ANALYZE)")
             phases["a"] = ask(st, dsn, "a", sets, ek, log)
-            with psycopg.connect(dsn, autocommit=True) as conn:
+            with store_connect(dsn) as conn:
                 first = last_id(conn) + 1
                 p = profile("news", 400, args.seed, samples=2048 if args.background >= 100_000
                             else 256)
@@ -578,7 +579,7 @@ def ask(st: Any, dsn: str, name: str, sets: Sequence[Measured], ek: EvalKeys,
     t = time.perf_counter()
     det = Q.store_decisions([m.ps for m in sets], st, K, progress=log)
     took = time.perf_counter() - t
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with store_connect(dsn) as conn:
         n = conn.execute("SELECT count(*) FROM simhash_documents").fetchone()[0]  # type: ignore[index]
         holders = store_holders(conn, ek.holders)
         # the over-cap keys some pair shares: the nearest-holder rules rank their holders

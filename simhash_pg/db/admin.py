@@ -96,6 +96,9 @@ def replace_database(dsn: str, dbname: str, *, own_keys: str) -> str:
                 raise ForeignDataError(dbname)
             admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(dbname)))
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+        # the store's own database: short names for psql, as on the embedded server's
+        admin.execute(sql.SQL("ALTER DATABASE {} SET search_path TO {}").format(
+            sql.Identifier(dbname), sql.SQL(layout.search_path(layout.schema_name()))))
     return target
 
 
