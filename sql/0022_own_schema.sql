@@ -56,7 +56,7 @@ BEGIN
                    'simhash_hamming', 'simhash_block', 'simhash_masks', 'simhash_probes',
                    'simhash_mask_probe_sets', 'simhash_probe_sets', 'simhash_block_near1',
                    'simhash_pair_branch', 'simhash_probe_matches', 'simhash_sentence_matches',
-                   'simhash_near_probes', 'simhash_use_pairs')
+                   'simhash_near_probes', 'simhash_use_pairs', 'simhash_pairs')
                AND NOT (p.proname = 'simhash_near_probes_candidates'
                         AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'sql'))
     LOOP

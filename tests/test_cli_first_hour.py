@@ -34,7 +34,7 @@ def invoke(*args: str, dsn: str | None = None, input: str | bytes | None = None)
 
 def count(dsn: str) -> int:
     with psycopg.connect(dsn) as conn:
-        row = conn.execute("SELECT count(*) FROM simhash_documents").fetchone()
+        row = conn.execute("SELECT count(*) FROM simhash.simhash_documents").fetchone()
         assert row is not None
         return int(row[0])
 
@@ -189,7 +189,7 @@ def test_reader_leaves_an_empty_database_empty(empty_dsn: str) -> None:
 def test_writer_creates_the_schema_in_an_empty_database_and_says_so(empty_dsn: str) -> None:
     res = invoke("add", doc(5), dsn=empty_dsn)
     assert res.exit_code == 0, res.stderr
-    assert "holds no simhash-pg store: creating its tables\n" in res.stderr
+    assert "holds no simhash-pg store: creating one in the schema simhash\n" in res.stderr
     assert count(empty_dsn) == 1
 
 

@@ -227,6 +227,7 @@ def test_only_the_owner_changes_the_interval(pg_dsn: str, pg: psycopg.Connection
 
     role = f"interval_writer_{random.getrandbits(32):x}"
     pg.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD 'x'").format(sql.Identifier(role)))
+    pg.execute(sql.SQL("GRANT USAGE ON SCHEMA simhash TO {}").format(sql.Identifier(role)))
     pg.execute(sql.SQL("GRANT SELECT, INSERT ON simhash_meta TO {}").format(sql.Identifier(role)))
     pg.execute(sql.SQL("GRANT SELECT ON simhash_documents, alembic_version TO {}").format(
         sql.Identifier(role)))

@@ -185,7 +185,7 @@ def dedup(dsn: str, corpus: Path, report: Path, *extra: str) -> tuple[str, Decis
                              env={"SIMHASH_PG_DSN": dsn}, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     with psycopg.connect(dsn) as conn:
-        key_of = dict(conn.execute("SELECT id, key FROM simhash_documents").fetchall())
+        key_of = dict(conn.execute("SELECT id, key FROM simhash.simhash_documents").fetchall())
     decisions: Decisions = {key: None for key, _, _ in licence_family()}
     for line in report.read_text().splitlines():
         row = json.loads(line)
@@ -245,7 +245,7 @@ def test_licence_family_reruns_give_the_same_decisions(pg_dsn: str, second_dsn: 
     assert "unique 52 (0 new), duplicates 24" in line, line
     with psycopg.connect(pg_dsn) as conn:
         stored = dict(conn.execute(
-            "SELECT d.key, k.key FROM simhash_documents AS d"
+            "SELECT d.key, k.key FROM simhash.simhash_documents AS d"
             " LEFT JOIN simhash_documents AS k ON k.id = d.duplicate_of").fetchall())
     assert stored == first
     # and once everything is stored, every text is found by its key as it was stored

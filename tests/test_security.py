@@ -308,7 +308,7 @@ def test_nul_is_refused_with_nothing_written(pg_dsn: str) -> None:
 # -- no superuser needed ---------------------------------------------------------
 
 WRITER_GRANTS = (
-    "GRANT USAGE ON SCHEMA public TO {role}",
+    "GRANT USAGE ON SCHEMA simhash TO {role}",
     "GRANT SELECT, INSERT, DELETE ON simhash_documents TO {role}",
     "GRANT SELECT ON simhash_meta, alembic_version TO {role}",
     "GRANT USAGE ON SEQUENCE simhash_documents_id_seq TO {role}",

@@ -174,6 +174,7 @@ def test_dropped_and_relaid_partitions_take_their_keys_along(pg: psycopg.Connect
 def test_a_writer_needs_no_grant_and_the_reader_may_read(pg: psycopg.Connection) -> None:
     pg.execute("DROP ROLE IF EXISTS keys_writer")
     pg.execute("CREATE ROLE keys_writer")
+    pg.execute("GRANT USAGE ON SCHEMA simhash TO keys_writer")
     try:
         pg.execute("GRANT INSERT, DELETE, UPDATE ON simhash_documents TO keys_writer")
         pg.execute("GRANT SELECT ON simhash_documents TO keys_writer")

@@ -51,6 +51,7 @@ INLINED = (
     "simhash_mask_probe_sets", "simhash_probe_sets", "simhash_block_near1",
     "simhash_pair_branch", "simhash_probe_matches", "simhash_sentence_matches",
     "simhash_near_probes", "simhash_use_pairs",
+    "simhash_pairs",  # inlined, so that a cursor streams the pairs (store.pairs)
     # and the LANGUAGE sql overloads of simhash_near_probes_candidates
 )
 

@@ -50,8 +50,7 @@ $$;
 -- equal block, which k >= 4 does not promise).
 CREATE OR REPLACE FUNCTION simhash_pairs(k integer DEFAULT 3)
 RETURNS TABLE (a bigint, b bigint, distance integer)
-LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path FROM CURRENT AS $$
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT least(x.id, y.id), greatest(x.id, y.id), f.distance
     FROM (
         SELECT e.fa, e.fb, simhash_hamming(e.fa, e.fb) AS distance FROM (
