@@ -10,11 +10,10 @@ from typing import Any
 
 import psycopg
 
-from lab.connect import connect as store_connect
 from simhash_pg.db import layout
 
 
 def connect(dsn: str) -> psycopg.Connection[Any]:
-    conn = store_connect(dsn)
+    conn = psycopg.connect(dsn, autocommit=True)
     layout.use_schema(conn, layout.schema_name())
     return conn
