@@ -32,7 +32,7 @@ __all__ = [
 
 # The newest revision; the store compares it with alembic_version on open
 # without loading alembic (a test keeps it equal to the script head).
-HEAD = "0021"
+HEAD = "0022"
 
 # Our revision ids: four digits ("0001" ... HEAD, and a newer simhash-pg's).
 # alembic's own ids, which an application's history has, are 12 hex digits.
