@@ -51,7 +51,7 @@ from lab.bench.timing import pct, run_clients
 # the clients are forked, so they share it without copying.
 _STORED: np.ndarray = np.zeros(0, dtype=np.uint64)
 
-_ADD_SIGNATURE = "simhash_add(bigint,text,jsonb,integer,text)"
+_ADD_SIGNATURE = "simhash_add(bigint,text,jsonb,integer,text,text)"
 
 
 def make_unlocked_add(conn: Any) -> None:
