@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from click.testing import CliRunner
 
 from simhash_pg.cli.main import cli
@@ -43,10 +44,14 @@ def test_bench_async_measures_a_store_as_it_is(pg_dsn: str) -> None:
 
 
 
-def test_bench_keep_text_compares_both_stores(pg_dsn: str) -> None:
+@pytest.mark.parametrize("verify", [None, "off"])  # None: a scratch store's default, all
+def test_bench_keep_text_compares_both_stores(pg_dsn: str, verify: str | None) -> None:
+    mode = ["--verify", verify] if verify else []
     res = CliRunner().invoke(cli, ["bench", "keep-text", "--n", "200", "--adds", "10",
-                                   "--batches", "2", "--batch-size", "20", "--dsn", pg_dsn])
+                                   "--batches", "2", "--batch-size", "20", *mode,
+                                   "--dsn", pg_dsn])
     assert res.exit_code == 0, res.output
+    assert f"verify={verify or 'all'}," in res.output, res.output
     assert re.search(r"^keep/without: add p50 [\d.]+x, add_many docs/s [\d.]+x$",
                      res.output, re.M), res.output
     with SimhashStore(pg_dsn) as store:
