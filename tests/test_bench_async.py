@@ -59,3 +59,15 @@ def test_bench_keep_text_compares_both_stores(pg_dsn: str, verify: str | None) -
             "SELECT count(*) FILTER (WHERE body IS NOT NULL), count(*) FILTER (WHERE body IS NULL)"
             " FROM simhash_documents").fetchone()
     assert rows is not None and rows[0] > 200 and rows[1] > 0  # both stores wrote
+
+
+def test_bench_keep_text_edits_an_unverified_stores_own_texts(pg_dsn: str) -> None:
+    # verify "off" keeps no verification text: the bench edits the texts as written
+    with SimhashStore(pg_dsn, verify="off") as store:
+        store.add_many([f"the {i}th text of an unverified store, measured as it is, "
+                        f"with words enough to fingerprint {i * 7919}" for i in range(50)],
+                       dedup=False)
+    res = CliRunner().invoke(cli, ["bench", "keep-text", "--store", pg_dsn, "--adds", "10",
+                                   "--batches", "1", "--batch-size", "10"])
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("simhash-pg bench keep-text: 50 rows, verify=off,"), res.output

@@ -70,7 +70,11 @@ def _run(dsn: str, n: int, adds: int, batches: int, batch_size: int, seed: int,
         if n:
             kept.add_many(texts[:n], dedup=False)
             kept.connection.execute("VACUUM ANALYZE")
-        stored = texts[:n] or [d.text for d in kept.recent(limit=1000) if d.text]
+        # --store: its latest texts, as written (verify "off" keeps no other) or verified
+        latest = (d.body or d.text for d in kept.recent(limit=1000))
+        stored = texts[:n] or [text for text in latest if text]
+        if not stored:
+            raise click.ClickException("the store's latest 1,000 rows keep no text to edit")
         click.echo(f"simhash-pg bench keep-text: {kept.count():,} rows, verify={kept.verify}, "
                    f"{adds} adds and {batches} batches of {batch_size} per store, interleaved")
         fresh = iter(texts[n:])
