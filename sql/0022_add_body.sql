@@ -15,13 +15,17 @@
 --
 -- A new parameter is a new signature, so the old function is dropped, not
 -- replaced (CREATE OR REPLACE would leave both, and a five-argument call
--- would then be ambiguous). What the old one held is given again: it runs
+-- would then be ambiguous). The new one has what the old one had: it runs
 -- with the caller's rights (not SECURITY DEFINER, no pinned search path),
--- PUBLIC may execute it (a new function's default; a reader still cannot
--- INSERT, so it still cannot add), simhash_writer holds EXECUTE by name
--- (revision 0020), and its owner is the role that runs the migrations, as
--- for every function of the store. No other object depends on it (the
--- store calls it by name).
+-- and it gets the old one's owner and grants: PUBLIC's EXECUTE (a reader
+-- still cannot INSERT, so it still cannot add), simhash_writer's (revision
+-- 0020), and any an operator gave or revoked. No other object depends on it
+-- (the store calls it by name).
+
+-- Its owner and its grants, for the function that replaces it.
+CREATE TEMP TABLE simhash_add_was AS
+    SELECT p.proowner, p.proacl FROM pg_proc p
+    WHERE p.oid = 'simhash_add(bigint, text, jsonb, integer, text)'::regprocedure;
 
 DROP FUNCTION simhash_add(bigint, text, jsonb, integer, text);
 
@@ -123,5 +127,32 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION simhash_add(bigint, text, jsonb, integer, text, text)
-TO simhash_writer;
+-- The owner and the grants of the function it replaces: revision 0020's
+-- EXECUTE to simhash_writer, PUBLIC's (or its revocation), an operator's.
+-- The owner's own entry comes with ownership; NULL grants are the defaults a
+-- new function has already.
+DO $$
+DECLARE
+    v_new regprocedure := 'simhash_add(bigint, text, jsonb, integer, text, text)'::regprocedure;
+    v_owner oid := (SELECT proowner FROM simhash_add_was);
+    v_acl aclitem[] := (SELECT proacl FROM simhash_add_was);
+    r record;
+BEGIN
+    IF v_owner IS DISTINCT FROM (SELECT oid FROM pg_roles WHERE rolname = current_user) THEN
+        EXECUTE format('ALTER FUNCTION %s OWNER TO %s', v_new, v_owner::regrole);
+    END IF;
+    IF v_acl IS NULL THEN
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM aclexplode(v_acl) a WHERE a.grantee = 0) THEN
+        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', v_new);
+    END IF;
+    FOR r IN SELECT a.grantee, a.is_grantable FROM aclexplode(v_acl) a
+             WHERE a.grantee <> v_owner ORDER BY a.grantee LOOP
+        EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new,
+                       CASE r.grantee WHEN 0 THEN 'PUBLIC' ELSE r.grantee::regrole::text END,
+                       CASE WHEN r.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END
+$$;
+DROP TABLE simhash_add_was;

@@ -1,8 +1,13 @@
 -- Undo revision 0022: simhash_add as revisions 0008-0021 defined it (five
 -- parameters, no body: a store of revision 0021 sets the body with an
--- UPDATE after it), with the writer role's grant of revision 0020 again.
--- Rows keep their bodies.
+-- UPDATE after it), with the owner and grants the new one had (revision
+-- 0020's to simhash_writer among them). Rows keep their bodies.
 -- Run by migrations/versions/0022_add_body.py downgrade().
+
+-- Its owner and its grants, for the function that replaces it.
+CREATE TEMP TABLE simhash_add_was AS
+    SELECT p.proowner, p.proacl FROM pg_proc p
+    WHERE p.oid = 'simhash_add(bigint, text, jsonb, integer, text, text)'::regprocedure;
 
 DROP FUNCTION simhash_add(bigint, text, jsonb, integer, text, text);
 
@@ -103,5 +108,32 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION simhash_add(bigint, text, jsonb, integer, text)
-TO simhash_writer;
+-- The owner and the grants of the function it replaces: revision 0020's
+-- EXECUTE to simhash_writer, PUBLIC's (or its revocation), an operator's.
+-- The owner's own entry comes with ownership; NULL grants are the defaults a
+-- new function has already.
+DO $$
+DECLARE
+    v_new regprocedure := 'simhash_add(bigint, text, jsonb, integer, text)'::regprocedure;
+    v_owner oid := (SELECT proowner FROM simhash_add_was);
+    v_acl aclitem[] := (SELECT proacl FROM simhash_add_was);
+    r record;
+BEGIN
+    IF v_owner IS DISTINCT FROM (SELECT oid FROM pg_roles WHERE rolname = current_user) THEN
+        EXECUTE format('ALTER FUNCTION %s OWNER TO %s', v_new, v_owner::regrole);
+    END IF;
+    IF v_acl IS NULL THEN
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM aclexplode(v_acl) a WHERE a.grantee = 0) THEN
+        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', v_new);
+    END IF;
+    FOR r IN SELECT a.grantee, a.is_grantable FROM aclexplode(v_acl) a
+             WHERE a.grantee <> v_owner ORDER BY a.grantee LOOP
+        EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new,
+                       CASE r.grantee WHEN 0 THEN 'PUBLIC' ELSE r.grantee::regrole::text END,
+                       CASE WHEN r.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END
+$$;
+DROP TABLE simhash_add_was;

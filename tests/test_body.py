@@ -230,6 +230,26 @@ def test_migration_0022_round_trip_keeps_rows_and_restores_simhash_add(
                           "c": CHINESE}
 
 
+def test_migration_0022_keeps_simhash_adds_grants_both_ways(pg_dsn: str,
+                                                             pg: psycopg.Connection) -> None:
+    """An operator's grants on simhash_add (PUBLIC's revoked, a role's given) go to
+    the function that replaces it, up and down, as revision 0020's to the writer do."""
+    def grants() -> list[Any]:
+        return [(r[4], r[5]) for r in pg.execute(_ADD_FUNCTION)]
+
+    pg.execute("REVOKE EXECUTE ON FUNCTION simhash_add(bigint, text, jsonb, integer, text, text)"
+               " FROM PUBLIC")
+    pg.execute("GRANT EXECUTE ON FUNCTION simhash_add(bigint, text, jsonb, integer, text, text)"
+               " TO simhash_reader WITH GRANT OPTION")
+    at_head = grants()
+    assert not any(g.startswith("PUBLIC ") for g in at_head[0][1]), at_head
+    assert any(g.startswith("simhash_writer EXECUTE") for g in at_head[0][1]), at_head
+    migrate.downgrade(pg_dsn, "0021")
+    assert grants() == at_head
+    migrate.upgrade(pg_dsn)
+    assert grants() == at_head
+
+
 def _body_column(pg: psycopg.Connection) -> int:
     return pg.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = "
                       "'simhash_documents'::regclass AND attname = 'body' AND NOT attisdropped"
