@@ -4,18 +4,24 @@ The column is read through SQL, as an analyst would: a text added through
 any of the store's paths has its visible text there (markup stripped, as the
 fingerprint strips it; spaces, punctuation and case kept), a fingerprint
 and a store opened with ``keep_text=False`` have NULL, and the migration
-goes down and up with rows in place.
+goes down and up with rows in place. Revision 0023: ``simhash_add`` takes
+the body itself, so an unverified text add is one round trip, as a
+fingerprint's is.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from psycopg import pq
 
 from simhash_pg import Doc
-from simhash_pg.db import migrate
+from simhash_pg.db import layout, migrate
 from simhash_pg.store import SimhashStore
 from simhash_pg.store.options import StoreOptions
 from simhash_pg.text.normalize import written
@@ -87,8 +93,8 @@ def test_bulk_load_keeps_bodies(pg_dsn: str, pg: psycopg.Connection) -> None:
 
 
 def test_a_body_is_set_only_with_its_row(pg_dsn: str, pg: psycopg.Connection) -> None:
-    """verify="off": simhash_add inserts, the body follows in its transaction; a
-    caller's open transaction holds both, and its rollback takes both away."""
+    """verify="off": simhash_add inserts the row with its body, in one statement; a
+    caller's open transaction holds it, and its rollback takes it away."""
     with SimhashStore(pg_dsn, verify="off") as store:
         conn = store.connection
         with conn.transaction(force_rollback=True):
@@ -99,6 +105,150 @@ def test_a_body_is_set_only_with_its_row(pg_dsn: str, pg: psycopg.Connection) ->
         # the key again: the stored row, its body unchanged
         assert store.add("Something else entirely, about gardens.", key="kept").existing_key
     assert bodies(pg) == {"kept": OTHER}
+
+
+def round_trips(conn: psycopg.Connection, action: Callable[[], object], trace: Path) -> int:
+    """How many round trips ``action`` makes on ``conn``: the messages that ask the
+    server to answer (Sync, or a simple Query such as BEGIN), read from libpq's trace."""
+    fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        conn.pgconn.trace(fd)
+        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            action()
+        finally:
+            conn.pgconn.untrace()
+    finally:
+        os.close(fd)
+    sent = [line.split("\t") for line in trace.read_text().splitlines()]
+    return sum(1 for m in sent if m[0] == "F" and m[2].split()[0] in ("Sync", "Query"))
+
+
+@pytest.mark.parametrize("keep_text", [True, False])
+def test_an_unverified_text_add_is_one_round_trip(pg_dsn: str, pg: psycopg.Connection,
+                                                  tmp_path: Path, keep_text: bool) -> None:
+    """verify="off": the body goes with simhash_add's call (revision 0023), not in an
+    UPDATE of its own (BEGIN, simhash_add, UPDATE, COMMIT: four round trips)."""
+    trace = tmp_path / "libpq.trace"
+    with SimhashStore(pg_dsn, verify="off", keep_text=keep_text) as store:
+        conn = store.connection
+        # the statement prepared first (a Parse of its own: one more round trip, once)
+        store.add("A warm-up text, about the harbour and its ships.", key="warm-up")
+        for doc, key in ((MARKED_UP, "single"), (MARKED_UP + " ", "skipped"),
+                         (MARKED_UP, "single"), (0x0123_4567_89AB_CDEF, "fp")):
+            assert round_trips(conn, lambda d=doc, k=key: store.add(d, key=k), trace) == 1
+        assert conn.info.transaction_status == pq.TransactionStatus.IDLE
+    assert bodies(pg) == {"warm-up": "A warm-up text, about the harbour and its ships."
+                          if keep_text else None,
+                          "single": VISIBLE if keep_text else None, "fp": None}
+
+
+_ADD = "SELECT id, inserted, duplicate_of FROM simhash_add"
+
+
+def test_simhash_add_stores_the_body_of_the_row_it_inserts(pg: psycopg.Connection) -> None:
+    def add(args: str, *params: object) -> tuple[Any, ...]:
+        row = pg.execute(f"{_ADD}({args})", list(params)).fetchone()
+        assert row is not None
+        return tuple(row)
+
+    fp = 0x0123_4567_89AB_CDEF
+    a, inserted, _ = add("%s, 'a', p_body => 'first'", fp)
+    assert inserted
+    # the key again, another body: the stored row, its body unchanged
+    assert add("%s, 'a', p_body => 'second'", fp ^ 0xFFFF) == (a, False, None)
+    # a near-duplicate skipped: nothing stored, the first row's body unchanged
+    assert add("%s, 'b', p_body => 'skipped'", fp ^ 1) == (a, False, a)
+    # linked (six arguments by position) and inserted without a check: their own bodies
+    _, inserted, dup = add("%s, 'c', NULL, 3, 'link', 'linked'", fp ^ 2)
+    assert inserted and dup == a
+    assert add("%s, 'd', NULL, 3, 'insert', 'unchecked'", fp)[1]
+    # no key; and a call written for five parameters (before 0023): no body
+    assert add("%s, p_body => 'no key'", ~fp & 0x7FFF_FFFF_FFFF_FFFF)[1]
+    assert add("%s, 'e', NULL, 3, 'insert'", fp)[1]
+    assert bodies(pg) == {"a": "first", "c": "linked", "d": "unchecked", None: "no key",
+                          "e": None}
+    # one simhash_add: the five-parameter one went (a call is never ambiguous)
+    assert [r[0] for r in pg.execute(
+        "SELECT oid::regprocedure::text FROM pg_proc WHERE proname = 'simhash_add'"
+        " AND pronamespace = current_schema()::regnamespace")] == [
+        "simhash_add(bigint,text,jsonb,integer,text,text)"]
+
+
+# simhash_add as the catalog has it: definition, settings, security, owner, grants
+_ADD_FUNCTION = """
+SELECT p.oid::regprocedure::text, pg_get_functiondef(p.oid), p.prosecdef, p.proconfig,
+       p.proowner::regrole::text,
+       array(SELECT CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END
+                    || ' ' || a.privilege_type || ' from ' || a.grantor::regrole::text
+             FROM aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) AS a ORDER BY 1),
+       obj_description(p.oid, 'pg_proc')
+FROM pg_proc p WHERE p.proname = 'simhash_add' AND p.pronamespace = current_schema()::regnamespace
+"""
+
+
+def test_migration_0023_round_trip_keeps_rows_and_restores_simhash_add(
+        pg_dsn: str, pg: psycopg.Connection) -> None:
+    from psycopg.conninfo import make_conninfo
+    from psycopg.sql import SQL, Identifier
+
+    with SimhashStore(pg_dsn, verify="off") as store:
+        ids = [store.add(t, key=k).id for k, t in (("a", MARKED_UP), ("b", OTHER))]
+        store.add(987654321, key="fp")
+        found = [(m.id, m.distance) for m in store.near(OTHER)]
+    rows = pg.execute("SELECT id, key, body FROM simhash_documents ORDER BY id").fetchall()
+    assert bodies(pg) == {"a": VISIBLE, "b": OTHER, "fp": None}
+    assert migrate.downgrade_losses_between("0023", "0022") == []  # nothing to ask about
+
+    migrate.downgrade(pg_dsn, "0022")
+    assert migrate.current(pg_dsn) == "0022"
+    assert pg.execute("SELECT id, key, body FROM simhash_documents ORDER BY id").fetchall() \
+        == rows
+    restored = pg.execute(_ADD_FUNCTION).fetchall()
+    # exactly 0022's: as a database that never saw 0023 has it
+    fresh = f"{pg.info.dbname}_at_0022"
+    pg.execute(SQL("CREATE DATABASE {} TEMPLATE template0").format(Identifier(fresh)))
+    try:
+        fresh_dsn = make_conninfo(pg_dsn, dbname=fresh)
+        migrate.upgrade(fresh_dsn, "0022")
+        with psycopg.connect(fresh_dsn) as conn:
+            layout.use_schema(conn, layout.schema_name())
+            assert conn.execute(_ADD_FUNCTION).fetchall() == restored
+    finally:
+        pg.execute(SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(Identifier(fresh)))
+    assert [r[0] for r in restored] == ["simhash_add(bigint,text,jsonb,integer,text)"]
+    assert pg.execute("SELECT inserted FROM simhash_add(42, 'old-call')").fetchone() == (True,)
+
+    migrate.upgrade(pg_dsn)
+    migrate.check(pg_dsn)
+    assert [r[0] for r in pg.execute(_ADD_FUNCTION)] == [
+        "simhash_add(bigint,text,jsonb,integer,text,text)"]
+    with SimhashStore(pg_dsn, verify="off") as store:
+        assert [(m.id, m.distance) for m in store.near(OTHER)] == found
+        assert store.add(CHINESE, key="c").inserted
+        assert store.add(OTHER + " ", key="b2").duplicate_of == ids[1]
+    assert bodies(pg) == {"a": VISIBLE, "b": OTHER, "fp": None, "old-call": None,
+                          "c": CHINESE}
+
+
+def test_migration_0023_keeps_simhash_adds_grants_both_ways(pg_dsn: str,
+                                                             pg: psycopg.Connection) -> None:
+    """An operator's grants on simhash_add (PUBLIC's revoked, a role's given) go to
+    the function that replaces it, up and down, as revision 0020's to the writer do."""
+    def grants() -> list[Any]:
+        return [(r[4], r[5]) for r in pg.execute(_ADD_FUNCTION)]
+
+    pg.execute("REVOKE EXECUTE ON FUNCTION simhash_add(bigint, text, jsonb, integer, text, text)"
+               " FROM PUBLIC")
+    pg.execute("GRANT EXECUTE ON FUNCTION simhash_add(bigint, text, jsonb, integer, text, text)"
+               " TO simhash_reader WITH GRANT OPTION")
+    at_head = grants()
+    assert not any(g.startswith("PUBLIC ") for g in at_head[0][1]), at_head
+    assert any(g.startswith("simhash_writer EXECUTE") for g in at_head[0][1]), at_head
+    migrate.downgrade(pg_dsn, "0022")
+    assert grants() == at_head
+    migrate.upgrade(pg_dsn)
+    assert grants() == at_head
 
 
 def _body_column(pg: psycopg.Connection) -> int:

@@ -195,7 +195,9 @@ def test_stream_bench_measures_locks_on_and_off(pg_dsn: str) -> None:
 
     # the bench's explicit store options, instead of patched module globals
     unlocked = store_with(add_function="simhash_add_unlocked")
-    with unlocked(pg_dsn) as free, pytest.raises(psycopg.errors.UndefinedFunction):
+    # verify="off" recorded: a text goes through the add function too, with its body
+    with unlocked(pg_dsn, verify="off") as free, \
+            pytest.raises(psycopg.errors.UndefinedFunction):
         free.add(1)  # the hook is honoured: no such function yet
     with pytest.raises(ValueError, match="add_function must be a plain SQL function name"):
         store_with(add_function="x(); DROP TABLE simhash_documents; --")
@@ -213,6 +215,10 @@ def test_stream_bench_measures_locks_on_and_off(pg_dsn: str) -> None:
         assert src is not None and "simhash_writer_lock" not in src[0]
     with unlocked(pg_dsn) as free:
         assert free.add(1).inserted and not free.add(1).inserted  # still dedups, unlocked
+        text = "The unlocked copy takes the text as written too, as simhash_add does."
+        assert free.add(text, key="t").inserted
+        doc = free.document("t")
+        assert doc is not None and doc.body == text
     for path in ("add", "add_many", "add_many S"):
         figures = bench.measure(pg_dsn, path, 2, 1.0, 50, 0.1, 1)
         for lock in (True, False):

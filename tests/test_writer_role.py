@@ -53,7 +53,7 @@ def test_writer_is_a_group_role_with_a_readers_rights_and_the_writes(
         ("simhash_meta", "SELECT"), ("simhash_meta", "INSERT"),
         ("simhash_keys", "SELECT"), ("simhash_text_keys", "SELECT")}
     functions = {
-        "simhash_add(bigint, text, jsonb, integer, text)": (True, True),
+        "simhash_add(bigint, text, jsonb, integer, text, text)": (True, True),
         "simhash_ensure_partitions(integer, text)": (True, False),
         "simhash_create_partition(date, text)": (False, False),
         "simhash_drop_partitions(interval)": (False, False),

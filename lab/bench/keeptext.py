@@ -7,12 +7,16 @@ them edited copies of stored texts, so dedup decides both ways), then
 ``add_many(dedup=True)`` of a batch of new texts through each. It prints
 p50/p99 per add, docs/s per batch, and the ratio keep/without. ``--store``
 measures an existing (big) store as it is: it gains the texts added.
+``--verify off`` measures the add that goes through ``simhash_add`` (one
+statement, the body one of its arguments since revision 0023); ``short`` and
+``all`` verify in Python and insert the body with the row.
 """
 
 from __future__ import annotations
 
 import random
 import time
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,6 +24,10 @@ from lab.bench._scratch import scratch_dsn, scratch_options
 from lab.bench.rows import synthetic_texts
 from lab.bench.text import edit_text
 from lab.bench.timing import pct
+from simhash_pg.cli.options import verify_option
+
+if TYPE_CHECKING:
+    from simhash_pg.verify import VerifyMode
 
 
 @click.command("keep-text")
@@ -34,29 +42,39 @@ from lab.bench.timing import pct
 @click.option("--store", "store_dsn", default=None,
               help="Measure this existing store as it is (no fill, nothing emptied; "
                    "it gains the added texts) instead of a scratch one.")
+@verify_option("Both stores' verify mode: off (add() goes through simhash_add), short or "
+               "all. Default: the store's own mode (a scratch store: all). With --store, "
+               "a mode weaker than the recorded one still keeps the recorded one's texts.")
 @scratch_options
 def command(n: int, adds: int, batches: int, batch_size: int, seed: int,
-            store_dsn: str | None, dsn: str | None, home: str | None, keep: bool) -> None:
+            store_dsn: str | None, verify: VerifyMode | None, dsn: str | None,
+            home: str | None, keep: bool) -> None:
     """add() and add_many() with and without the text as written, interleaved."""
     if store_dsn is not None:
-        _run(store_dsn, 0, adds, batches, batch_size, seed)
+        _run(store_dsn, 0, adds, batches, batch_size, seed, verify)
         return
     with scratch_dsn(dsn, home=home, keep=keep) as url:
-        _run(url, n, adds, batches, batch_size, seed)
+        _run(url, n, adds, batches, batch_size, seed, verify)
 
 
-def _run(dsn: str, n: int, adds: int, batches: int, batch_size: int, seed: int) -> None:
+def _run(dsn: str, n: int, adds: int, batches: int, batch_size: int, seed: int,
+         verify: VerifyMode | None) -> None:
     from simhash_pg.store import SimhashStore
 
     rnd = random.Random(seed)
     # seeded apart from any earlier run's texts, so the adds are new to the store
     texts = synthetic_texts("news", n + 20 + 2 * adds + 2 * batches * batch_size, 400,
                             seed + 7919)
-    with SimhashStore(dsn) as kept, SimhashStore(dsn, keep_text=False) as bare:
+    with SimhashStore(dsn, verify=verify) as kept, \
+            SimhashStore(dsn, verify=verify, keep_text=False) as bare:
         if n:
             kept.add_many(texts[:n], dedup=False)
             kept.connection.execute("VACUUM ANALYZE")
-        stored = texts[:n] or [d.text for d in kept.recent(limit=1000) if d.text]
+        # --store: its latest texts, as written (verify "off" keeps no other) or verified
+        latest = (d.body or d.text for d in kept.recent(limit=1000))
+        stored = texts[:n] or [text for text in latest if text]
+        if not stored:
+            raise click.ClickException("the store's latest 1,000 rows keep no text to edit")
         click.echo(f"simhash-pg bench keep-text: {kept.count():,} rows, verify={kept.verify}, "
                    f"{adds} adds and {batches} batches of {batch_size} per store, interleaved")
         fresh = iter(texts[n:])

@@ -52,7 +52,7 @@ from lab.connect import connect as store_connect
 # the clients are forked, so they share it without copying.
 _STORED: np.ndarray = np.zeros(0, dtype=np.uint64)
 
-_ADD_SIGNATURE = "simhash_add(bigint,text,jsonb,integer,text)"
+_ADD_SIGNATURE = "simhash_add(bigint,text,jsonb,integer,text,text)"
 
 
 def make_unlocked_add(conn: Any) -> None:

@@ -306,8 +306,7 @@ class SimhashStore(Browse):
         that concurrent adds of two near-duplicates store only one. A text
         the store verifies or keeps takes three (store/single.py). A text
         whose store neither verifies nor keeps its verification text
-        (``verify="off"``) but keeps its body takes two: the body is set in
-        the same transaction.
+        (``verify="off"``) takes one, its body (``keep_text``) with it.
         """
         key = check_key(key)
         meta_d = check_meta(meta)

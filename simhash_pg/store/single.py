@@ -1,13 +1,13 @@
 """One document's add: the plain one round trip, or the verified add.
 
-A fingerprint, or a text whose store neither verifies nor keeps texts, goes
-through the SQL function ``simhash_add``: check and insert in one round
-trip, its pigeonhole locks taken inside (k <= 3); a text's body (its text as
-written) is then set in the same transaction, so ``simhash_add`` keeps the
-signature analysts call. A text that is verified or whose verification
-text is kept is re-checked in Python, so :func:`add_verified` takes the
-locks itself, then looks up the key and the candidates, then inserts (its
-body with it).
+A fingerprint, or a text whose store neither verifies nor keeps its
+verification text (``verify="off"``), goes through the SQL function
+``simhash_add``: check and insert in one round trip, its pigeonhole locks
+taken inside (k <= 3), the text's body (its text as written) stored with the
+row it inserts (its last parameter, revision 0023). A text that is verified
+or whose verification text is kept is re-checked in Python, so
+:func:`add_verified` takes the locks itself, then looks up the key and the
+candidates, then inserts (its body with it).
 """
 
 from __future__ import annotations
@@ -33,21 +33,15 @@ def add_plain(
 ) -> AddResult:
     """``simhash_add`` (``statement``) of one fingerprint; ``mode``: skip, link or insert.
 
-    ``body``: the text as written, set on the row if one was inserted.
+    ``body``: the text as written, stored with the row if one is inserted.
     """
-    args = [to_signed(fp), key, Jsonb(meta) if meta is not None else None, k, mode]
+    args = [to_signed(fp), key, Jsonb(meta) if meta is not None else None, k, mode, body]
     # one statement, its own transaction (autocommit): a rerun is safe
     # unless the caller has a transaction open on this connection
     idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
     def attempt() -> tuple[Any, ...] | None:
-        if body is None:
-            return conn.execute(statement, args, prepare=True).fetchone()
-        with conn.transaction():  # the row and its body, or neither
-            got = conn.execute(statement, args, prepare=True).fetchone()
-            if got is not None and got[4]:  # inserted
-                conn.execute(sql.SET_BODY, [body, got[0]], prepare=True)
-            return got
+        return conn.execute(statement, args, prepare=True).fetchone()
 
     row = locking.retrying(conn, attempt, lock_timeout=lock_timeout, retry=idle)
     assert row is not None

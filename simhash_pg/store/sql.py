@@ -20,12 +20,12 @@ __all__ = [
     "NEAR_MANY",
     "NEXT_IDS",
     "PAIRS",
-    "SET_BODY",
     "add_statement",
 ]
 
-# simhash_add checks and inserts in one round trip (sql/0005_partitions.sql).
-# A measurement may name another function with simhash_add's signature (the
+# simhash_add checks and inserts in one round trip, the text as written with
+# the row (sql/current/add.sql; six parameters since revision 0023). A
+# measurement may name another function with simhash_add's signature (the
 # stream benchmark's lock-free copy, lab/bench/hooks.py): any plain SQL name.
 _FUNCTION_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
@@ -35,7 +35,7 @@ def add_statement(function: str = "simhash_add") -> str:
         raise ValueError(f"add_function must be a plain SQL function name, got {function!r}")
     return (
         "SELECT id, fingerprint, duplicate_of, distance, inserted, duplicate_key"
-        f" FROM {function}(%s, %s, %s, %s, %s)"
+        f" FROM {function}(%s, %s, %s, %s, %s, %s)"
     )
 
 
@@ -74,7 +74,3 @@ INSERT = (
     " (key, fingerprint, duplicate_of, meta, verify_text, sentence_sig, sentence_hashes, body)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
 )
-# The body of the row simhash_add just inserted, in its transaction: the row's
-# created_at is the transaction's now() (its default), which prunes the
-# search to one partition.
-SET_BODY = "UPDATE simhash_documents SET body = %s WHERE id = %s AND created_at = now()"

@@ -114,6 +114,8 @@ $$;
 --                           nearest stored document is returned (default);
 --                  'link'   it is stored with duplicate_of = nearest;
 --                  'insert' no near-duplicate check at all.
+-- p_body: the text as written, stored on the row if one is inserted (NULL:
+-- a fingerprint, or a store with keep_text=False; revision 0022).
 -- A key already stored returns that row (idempotent), inserted = false,
 -- distance NULL. Race-free: the store lock shared and the four block locks
 -- (k <= 3) or the store lock exclusive (k > 3), and the key's lock, all
@@ -127,7 +129,8 @@ CREATE OR REPLACE FUNCTION simhash_add(
     p_key text DEFAULT NULL,
     p_meta jsonb DEFAULT NULL,
     p_k integer DEFAULT 3,
-    p_on_duplicate text DEFAULT 'skip'
+    p_on_duplicate text DEFAULT 'skip',
+    p_body text DEFAULT NULL
 )
 RETURNS TABLE (id bigint, fingerprint bigint, duplicate_of bigint, distance integer,
                inserted boolean, duplicate_key text)
@@ -196,13 +199,13 @@ BEGIN
     END IF;
 
     IF p_key IS NULL THEN
-        INSERT INTO simhash_documents AS d (key, fingerprint, duplicate_of, meta)
-        VALUES (NULL, p_fingerprint, v_dup, p_meta)
+        INSERT INTO simhash_documents AS d (key, fingerprint, duplicate_of, meta, body)
+        VALUES (NULL, p_fingerprint, v_dup, p_meta, p_body)
         RETURNING d.id INTO v_id;
     ELSE
         BEGIN
-            INSERT INTO simhash_documents AS d (key, fingerprint, duplicate_of, meta)
-            VALUES (p_key, p_fingerprint, v_dup, p_meta)
+            INSERT INTO simhash_documents AS d (key, fingerprint, duplicate_of, meta, body)
+            VALUES (p_key, p_fingerprint, v_dup, p_meta, p_body)
             RETURNING d.id INTO v_id;
         EXCEPTION WHEN unique_violation THEN
             -- stored concurrently by a writer outside the lock protocol (a raw
@@ -231,6 +234,6 @@ $$;
 -- runs with the caller's rights); the writer role holds them by name too
 -- (revision 0020)
 GRANT EXECUTE ON FUNCTION
-    simhash_add(bigint, text, jsonb, integer, text),
+    simhash_add(bigint, text, jsonb, integer, text, text),
     simhash_writer_lock(text, integer[], integer[], text[], integer[])
 TO simhash_writer;
