@@ -20,13 +20,16 @@ from __future__ import annotations
 import random
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 import click
 
 from lab.bench.text import read_corpus
 from lab.connect import connect
 from simhash_pg import SimhashStore
+
+T = TypeVar("T")
 
 _PINNED = r"""
 SELECT p.oid::regprocedure::text FROM pg_proc p
@@ -83,9 +86,9 @@ def main(dsn: str, corpus: tuple[str, ...], queries: int, rounds: int, seed: int
     click.echo("ms per call; ratio: pinned / unpinned (the price of revision 0022's pins)")
 
 
-def _timed(call: Callable[[object], object], items: object) -> list[float]:
+def _timed(call: Callable[[T], object], items: Iterable[T]) -> list[float]:
     out = []
-    for item in items:  # type: ignore[attr-defined]
+    for item in items:
         t0 = time.perf_counter()
         call(item)
         out.append((time.perf_counter() - t0) * 1000)
