@@ -71,9 +71,15 @@ def app_db(pg_dsn: str) -> Iterator[Callable[[bool], str]]:
         conn.execute(SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(Identifier(APP_DB)))
 
 
-def test_every_front_door_works_beside_an_apps_history(app_db: Callable[[bool], str]) -> None:
+def test_every_front_door_works_beside_an_apps_history(app_db: Callable[[bool], str],
+                                                        tmp_path: Path) -> None:
     dsn = app_db(True)
     before = public(dsn)
+    posts = tmp_path / "posts.txt"
+    posts.write_text(f"{TEXT}\n{TEXT} again\nsomething else entirely, about other things\n")
+    res = invoke(dsn, "dedup", str(posts), "--out", str(tmp_path / "kept.jsonl"))
+    assert res.exit_code == 0, res.output + res.stderr
+    assert len((tmp_path / "kept.jsonl").read_text().splitlines()) == 2
     res = invoke(dsn, "db", "upgrade")
     assert res.exit_code == 0, res.output + res.stderr
     res = invoke(dsn, "db", "current")
