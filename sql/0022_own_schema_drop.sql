@@ -30,6 +30,14 @@ BEGIN
         END IF;
         EXECUTE format('ALTER FUNCTION %s SET SCHEMA public', r.f);
     END LOOP;
+    -- the schema's grants go (the analysts' role is dropped by 0002's
+    -- downgrade only if nothing grants it anything any more)
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'simhash_reader') THEN
+        EXECUTE format('REVOKE USAGE ON SCHEMA %I FROM simhash_reader', v_schema);
+        IF to_regclass(format('%I.alembic_version', v_schema)) IS NOT NULL THEN
+            EXECUTE format('REVOKE SELECT ON %I.alembic_version FROM simhash_reader', v_schema);
+        END IF;
+    END IF;
     -- the older revisions' objects are in public, their version table here
     PERFORM set_config('search_path', format('public, %I', v_schema), true);
 END
