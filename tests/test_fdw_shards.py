@@ -71,7 +71,7 @@ def _make_coordinator(dsn: str, shard_sockets: list[Path], *, near: bool) -> Non
             conn.execute(sql.SQL(
                 "CREATE FOREIGN TABLE {} PARTITION OF simhash_documents"
                 " FOR VALUES WITH (MODULUS {}, REMAINDER {})"
-                " SERVER {} OPTIONS (table_name 'simhash_documents')"
+                " SERVER {} OPTIONS (schema_name 'simhash', table_name 'simhash_documents')"
             ).format(sql.Identifier(f"simhash_documents_shard{i}"),
                      sql.Literal(N_SHARDS), sql.Literal(i), server))
         if near:
