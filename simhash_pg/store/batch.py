@@ -31,7 +31,7 @@ from simhash_pg.bits import PIGEONHOLE_K, to_signed_list, to_unsigned
 from simhash_pg.store import locking, sql
 from simhash_pg.store.batch_index import BatchIndex, EarlierPairs, Hit
 from simhash_pg.store.checks import parse_item
-from simhash_pg.store.lookup import lookup
+from simhash_pg.store.lookup import OWN_ONLY, lookup_for_add
 from simhash_pg.store.pgcopy import copy_documents
 from simhash_pg.store.results import AddResult, OnDuplicate
 from simhash_pg.text.signatures import sentences_meet
@@ -166,6 +166,9 @@ class _Found:
     stored_keys: dict[str, tuple[int, int, int | None]]  # key -> (id, fingerprint, duplicate_of)
     nearest: dict[int, Hit]  # the nearest stored row the rule accepts
     ids: Iterator[int]  # new ids, one per valid input at most
+    # texts whose nearest stored row came from the first step of a two-step
+    # look-up (VerifyPolicy.adds_in_two_steps): their probes were not asked
+    first_step: set[int] = field(default_factory=set)
 
 
 def _write(conn: psycopg.Connection[Any], p: Prepared, o: BatchOptions) -> list[AddResult]:
@@ -193,17 +196,20 @@ def _look_up(conn: psycopg.Connection[Any], p: Prepared, valid: list[int],
     stored_keys = {key: (id_, to_unsigned(fp), dup)
                    for key, id_, fp, dup in (c_keys.fetchall() if c_keys else [])}
     nearest: dict[int, Hit] = {}
+    first_step: set[int] = set()
     for q, id_, key, dist in c_near.fetchall() if c_near else []:
         nearest[plain[q - 1]] = (dist, id_, key)
     ids = [r[0] for r in c_ids.fetchall()] if c_ids else []
     if o.dedup and verified:
         # one more round trip: every candidate, re-checked by the rule
-        hits = lookup(conn, [signed[i] for i in verified], [p.vtexts[i] for i in verified],
-                      o.k, o.policy)
-        for i, cands in zip(verified, hits, strict=True):
-            if cands:
-                nearest[i] = (cands[0].distance, cands[0].id, cands[0].key)
-    return _Found(stored_keys, nearest, iter(ids))
+        hits = lookup_for_add(conn, [signed[i] for i in verified],
+                              [p.vtexts[i] for i in verified], o.k, o.policy)
+        for i, hit in zip(verified, hits, strict=True):
+            if hit.found:
+                nearest[i] = (hit.found[0].distance, hit.found[0].id, hit.found[0].key)
+                if hit.first_step:
+                    first_step.add(i)
+    return _Found(stored_keys, nearest, iter(ids), first_step)
 
 
 def _decide(p: Prepared, valid: list[int], signed: dict[int, int], verifying: bool,
@@ -235,6 +241,8 @@ def _decide(p: Prepared, valid: list[int], signed: dict[int, int], verifying: bo
             vt = p.vtexts.get(i) if verifying else None
             if pairs is not None:
                 mine = pairs.nearest(t)
+            elif vt is not None and o.policy.adds_in_two_steps(vt.text, o.k):
+                best, mine = _two_steps(index, fp, vt, o, best, i in found.first_step)
             else:
                 mine = index.nearest(fp) if vt is None else _in_batch(index, fp, vt, o)
             if mine is not None and (best is None or mine[:2] < best[:2]):
@@ -262,13 +270,33 @@ def _decide(p: Prepared, valid: list[int], signed: dict[int, int], verifying: bo
     return final, rows
 
 
-def _in_batch(index: BatchIndex, fp: int, vt: VText, o: BatchOptions) -> Hit | None:
-    """The nearest row stored earlier in this batch that the rule accepts: what add() finds."""
+def _two_steps(index: BatchIndex, fp: int, vt: VText, o: BatchOptions, stored: Hit | None,
+               stored_first: bool) -> tuple[Hit | None, Hit | None]:
+    """(stored, in-batch) hits of a text that adds in two steps, as add() would find them
+    with the batch's earlier rows stored: the first step over both, and only if
+    neither finds a row the rule accepts, the whole look-up over both.
+
+    ``stored``: the nearest stored row, from the first step if ``stored_first``,
+    else from the whole look-up (which ran because the first found none).
+    """
+    mine = _in_batch(index, fp, vt, o, first_step=True)
+    if stored_first or mine is not None:
+        return (stored if stored_first else None), mine
+    return stored, _in_batch(index, fp, vt, o)
+
+
+def _in_batch(index: BatchIndex, fp: int, vt: VText, o: BatchOptions, *,
+              first_step: bool = False) -> Hit | None:
+    """The nearest row stored earlier in this batch that the rule accepts: what add() finds.
+
+    ``first_step``: what the first step of a two-step add finds
+    (:meth:`VerifyPolicy.adds_in_two_steps`): the text's keys and its own block values.
+    """
     probed = o.policy.probe_budget(vt.text, o.k) is not None
     if probed:  # the rows the database would return to the same query's probes
         assert vt.probes is not None
-        hits = index.probed(fp, vt.probes, max(o.k, o.policy.probe_cap),
-                            pairs=o.policy.probes_pairs(vt.text))
+        hits = index.probed(fp, OWN_ONLY if first_step else vt.probes,
+                            max(o.k, o.policy.probe_cap), pairs=o.policy.probes_pairs(vt.text))
     else:
         hits = index.within(fp, o.policy.radius(vt.text, o.k))
     if o.policy.signature and (vt.sig is not None or vt.hashes):

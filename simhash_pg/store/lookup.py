@@ -16,6 +16,7 @@ reads no database.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -25,7 +26,7 @@ from simhash_pg.verify.candidates import Candidate, filter_candidates
 from simhash_pg.verify.jaccard import VText
 from simhash_pg.verify.rule import TEXT_LOST, VerifyPolicy
 
-__all__ = ["lookup"]
+__all__ = ["OWN_ONLY", "AddLookup", "lookup", "lookup_for_add"]
 
 # Candidates within radius of each query, with what verification reads. The
 # last column: the row's verification data was lost (stored before revision
@@ -89,6 +90,80 @@ def lookup(
     one), the others through a ``simhash_near_many`` per distinct radius (at
     most two) and the signature look-up, pipelined when there are several.
     """
+    rows = _rows(conn, fps, texts, k, policy)
+    return [_accepted(texts[i], rows[i], k, policy) for i in range(len(fps))]
+
+
+@dataclass(frozen=True)
+class AddLookup:
+    """What an add's look-up found for one text: the accepted rows, nearest first."""
+
+    found: list[Candidate]
+    # found by the first step alone (its keys and own block values:
+    # VerifyPolicy.adds_in_two_steps); False: by the whole look-up
+    first_step: bool
+
+
+def lookup_for_add(
+    conn: psycopg.Connection[Any],
+    fps: Sequence[int],
+    texts: Sequence[VText],
+    k: int,
+    policy: VerifyPolicy,
+) -> list[AddLookup]:
+    """:func:`lookup` as an add asks it: a text that adds in two steps
+    (:meth:`VerifyPolicy.adds_in_two_steps`) probes only if its keys and own
+    block values find no row the rule accepts.
+
+    The second round trip, for those texts alone, skips their keys (already
+    looked up) and probes; the rows of both steps are the rows of
+    :func:`lookup`, and the rule judges each row on its own, so a text that
+    needs both steps gets exactly :func:`lookup`'s answer.
+    """
+    two = [policy.adds_in_two_steps(t.text, k) for t in texts]
+    first = [t._replace(probes=OWN_ONLY) if two[i] else t for i, t in enumerate(texts)]
+    rows = _rows(conn, fps, first, k, policy)
+    out = [AddLookup(_accepted(texts[i], rows[i], k, policy), two[i]) for i in range(len(fps))]
+    todo = [i for i in range(len(fps)) if two[i] and not out[i].found]
+    if todo:
+        more = _rows(conn, [fps[i] for i in todo], [texts[i] for i in todo], k, policy,
+                     keys=False)
+        for i, found in zip(todo, more, strict=True):
+            out[i] = AddLookup(_accepted(texts[i], found, k, policy), False)
+    return out
+
+
+# A pair-probed text's first step: no probe values; the SQL adds its own
+# block values and their one-bit flips (the pair lemma), as probe_meets does.
+OWN_ONLY: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
+
+
+def _accepted(qt: VText, rows: dict[int, tuple[Any, ...]], k: int,
+              policy: VerifyPolicy) -> list[Candidate]:
+    """The rows of one query the rule accepts, nearest first."""
+    found = (
+        Candidate(id_, key, dist, meta, TEXT_LOST if lost else vtext,
+                  sentences_meet(qt.sig, qt.hashes, sig, hashes, qt.minhash, dist))
+        for id_, key, dist, meta, vtext, sig, hashes, lost in rows.values()
+    )
+    probed = policy.probe_budget(qt.text, k) is not None
+    return filter_candidates(qt.text, found, k, policy, probed=probed)
+
+
+def _rows(
+    conn: psycopg.Connection[Any],
+    fps: Sequence[int],
+    texts: Sequence[VText],
+    k: int,
+    policy: VerifyPolicy,
+    *,
+    keys: bool = True,
+) -> list[dict[int, tuple[Any, ...]]]:
+    """Per query, its candidate rows by id (the columns after the query number).
+
+    ``keys=False``: the queries look up no key (their first step did).
+    """
+    signature = bool(policy.signature) and keys
     n = len(fps)
     groups: dict[int, list[int]] = {}
     probed: list[int] = []
@@ -102,7 +177,7 @@ def lookup(
     is_probed = set(probed)
     sig_pos = ([i for i, t in enumerate(texts)
                 if (t.sig is not None or t.hashes) and i not in is_probed]
-               if policy.signature else [])
+               if signature else [])
     # (statement, parameters) per look-up; several go in one pipeline, one alone
     # (a pipeline costs a round trip's worth of bookkeeping)
     todo: list[tuple[str, list[Any]]] = []
@@ -110,10 +185,10 @@ def lookup(
         (i,) = probed
         probes = texts[i].probes
         assert probes is not None
-        hashes, minhash = _keys(texts[i]) if policy.signature else ((), ())
+        hashes, minhash = _keys(texts[i]) if signature else ((), ())
         todo.append((_PROBES_ONE, [fps[i], *map(_int_array, probes),
                                    max(k, policy.probe_cap),
-                                   texts[i].sig if policy.signature else None,
+                                   texts[i].sig if signature else None,
                                    _int_array(hashes) if hashes else None,
                                    _int_array(minhash) if minhash else None, MINHASH_CAP,
                                    policy.probes_pairs(texts[i].text)]))
@@ -122,8 +197,8 @@ def lookup(
             [fps[i] for i in probed],
             _probe_array([texts[i].probes for i in probed]),  # type: ignore[misc]
             [max(k, policy.probe_cap)] * len(probed),
-            [texts[i].sig for i in probed] if policy.signature else None,
-            *_key_rows([texts[i] for i in probed], bool(policy.signature)), MINHASH_CAP,
+            [texts[i].sig for i in probed] if signature else None,
+            *_key_rows([texts[i] for i in probed], signature), MINHASH_CAP,
             [policy.probes_pairs(texts[i].text) for i in probed],
         ]))
     todo += [(_NEAR, [[fps[i] for i in pos], r]) for r, pos in groups.items()]
@@ -150,16 +225,7 @@ def lookup(
     if c_probed is not None:
         for q, *row in c_probed.fetchall():
             rows[probed[q - 1]].setdefault(row[0], tuple(row))
-    out: list[list[Candidate]] = []
-    for i in range(n):
-        qt = texts[i]
-        found = (
-            Candidate(id_, key, dist, meta, TEXT_LOST if lost else vtext,
-                      sentences_meet(qt.sig, qt.hashes, sig, hashes, qt.minhash, dist))
-            for id_, key, dist, meta, vtext, sig, hashes, lost in rows[i].values()
-        )
-        out.append(filter_candidates(qt.text, found, k, policy, probed=i in is_probed))
-    return out
+    return rows
 
 
 def _int_array(values: Sequence[int]) -> str:
@@ -197,7 +263,9 @@ def _probe_array(probes: Sequence[Sequence[Sequence[int]]]) -> str:
     As the array's text form: psycopg's dumping of nested lists of ints
     cost ~0.15 ms a query, more than building the literal.
     """
-    width = max((len(b) for p in probes for b in p), default=0)
+    # at least one value (NULL: matches nothing), so that the array keeps its
+    # three dimensions when no query probes a value (an add's first step)
+    width = max((len(b) for p in probes for b in p), default=1) or 1
     return "{" + ",".join(
         "{" + ",".join("{" + ",".join([*map(str, b), *["NULL"] * (width - len(b))]) + "}"
                        for b in p) + "}"

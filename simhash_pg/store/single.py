@@ -19,7 +19,7 @@ from psycopg.types.json import Jsonb
 
 from simhash_pg.bits import to_signed, to_unsigned
 from simhash_pg.store import locking, sql
-from simhash_pg.store.lookup import lookup
+from simhash_pg.store.lookup import lookup_for_add
 from simhash_pg.store.results import AddResult, OnDuplicate
 from simhash_pg.verify import VerifyPolicy, VText
 
@@ -56,11 +56,13 @@ def add_verified(
     policy: VerifyPolicy, lock_timeout: float | None, probe_locks: bool = True,
     *, body: str | None = None,
 ) -> AddResult:
-    """add() of a text when verification is on or its text is kept: three round trips.
+    """add() of a text when verification is on or its text is kept: three round trips
+    (four when a long text's look-up takes its second step).
 
     The locks first (a probed text: its block values and probe values and
     its signature; else the store-wide one when the policy's radius exceeds
-    3, as for a short text), then the key and the candidates, then the
+    3, as for a short text), then the key and the candidates (a long text's
+    in two steps: :func:`simhash_pg.store.lookup.lookup_for_add`), then the
     insert. ``probe_locks=False`` (a test's proof that they matter) locks a
     probed text by its own blocks alone. ``body``: the text as written, stored
     with the row.
@@ -90,7 +92,7 @@ def add_verified(
                                      key=key, existing_key=True)
             best = None
             if dedup:
-                found = lookup(conn, [signed], [vt], k, policy)[0]
+                found = lookup_for_add(conn, [signed], [vt], k, policy)[0].found
                 best = found[0] if found else None
             if best is not None and on_duplicate == "skip":
                 return AddResult(best.id, fp, best.id, best.distance, False, key=key,

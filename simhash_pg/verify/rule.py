@@ -177,6 +177,20 @@ class VerifyPolicy:
         (a long text, in a store that records pair probes: :data:`PROBE_PAIRS`)."""
         return self.probe_pairs is not None and len(vtext) >= TITLE_KEY_TEXT_CHARS
 
+    def adds_in_two_steps(self, vtext: str, k: int) -> bool:
+        """Whether an add of this text looks up in two steps: first its keys and its
+        own block values (every row within 3 bits: the pair lemma), then, only if
+        the rule accepts none of those rows, its probe values as well.
+
+        An add asks one question, "is there a duplicate?", and a row the first
+        step finds is one the whole look-up finds: the answer is the same. Which
+        row it names may differ (the nearest the first step accepts, where a
+        probe might have found a nearer one). A pair-probed text only: its
+        probes are the look-up's cost (docs/scaling.md); near() always takes
+        both steps, as it returns every row.
+        """
+        return self.probe_budget(vtext, k) is not None and self.probes_pairs(vtext)
+
     def probe_count(self, sig: int | None, hashes: Sequence[int]) -> int:
         """Probe values per block of a probed text with these sentence keys.
 
