@@ -25,6 +25,7 @@ from lab.bench.text import read_corpus
 from simhash_pg import SimhashStore
 from simhash_pg.bits import to_signed
 from simhash_pg.store import lookup as lookup_mod
+from simhash_pg.store.sql import int_array
 from simhash_pg.text.signatures import MINHASH_CAP
 from simhash_pg.verify.candidates import text_and_vtext
 
@@ -88,7 +89,7 @@ def _args(fp: int, vt: Any, k: int, policy: Any) -> list[Any] | None:
     if policy.probe_budget(vt.text, k) is None or vt.probes is None:
         return None
     hashes, minhash = lookup_mod._keys(vt)
-    ia = lookup_mod._int_array
+    ia = int_array
     return [fp, *map(ia, vt.probes), max(k, policy.probe_cap), vt.sig,
             ia(hashes) if hashes else None, ia(minhash) if minhash else None, MINHASH_CAP,
             policy.probes_pairs(vt.text)]

@@ -74,6 +74,7 @@ import numpy as np
 import psycopg
 
 from simhash_pg.bits import PIGEONHOLE_K, blocks_array
+from simhash_pg.store.sql import int_array
 
 if TYPE_CHECKING:
     from simhash_pg.verify.jaccard import VText
@@ -130,8 +131,9 @@ TRANSIENT = (
 )
 
 # the arrays in binary: a batch's 20,000 block locks are no text to quote
-_LOCK = ("SELECT simhash_writer_lock(%s, %b::integer[], %b::integer[], %b::text[],"
-         " %b::integer[])")
+# the block and signature keys as text literals (sql.int_array)
+_LOCK = ("SELECT simhash_writer_lock(%s, %s::integer[], %s::integer[], %b::text[],"
+         " %s::integer[])")
 _BUDGET = (
     "SELECT current_setting('max_locks_per_transaction')::integer"
     " * (current_setting('max_connections')::integer"
@@ -254,7 +256,8 @@ def lock_batch(
     else:
         return "none"
     if len(key1) + len(sig_keys) + len(key_list) <= _budget(conn):
-        conn.execute(_LOCK, ["shared", key1, key2, key_list, sig_keys or None], prepare=True)
+        conn.execute(_LOCK, ["shared", int_array(key1), int_array(key2), key_list,
+                             int_array(sig_keys) if sig_keys else None], prepare=True)
         return mode
     conn.execute(_LOCK, exclusive, prepare=True)
     return "store"

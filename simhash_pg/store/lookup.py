@@ -21,6 +21,7 @@ from typing import Any
 
 import psycopg
 
+from simhash_pg.store.sql import int_array
 from simhash_pg.text.signatures import MINHASH_CAP, sentences_meet
 from simhash_pg.verify.candidates import Candidate, filter_candidates
 from simhash_pg.verify.jaccard import VText
@@ -68,7 +69,7 @@ _PROBES = ("SELECT * FROM simhash_near_probes_candidates("
            " %s::bigint[], %s, %s::boolean[])")
 # One probed query (a text near() or add()): the lean single form (revisions
 # 0014, 0015), the same rows without the query number.
-# The arrays go as text literals (_int_array): psycopg's dumping of five
+# The arrays go as text literals (int_array): psycopg's dumping of five
 # lists cost ~25 us a query, a fifth of what the single form's SQL takes.
 _PROBES_ONE = ("SELECT 1, * FROM simhash_near_probes_candidates(%s, %s::smallint[],"
                " %s::smallint[], %s::smallint[], %s::smallint[], %s, %s, %s::bigint[],"
@@ -186,11 +187,11 @@ def _rows(
         probes = texts[i].probes
         assert probes is not None
         hashes, minhash = _keys(texts[i]) if signature else ((), ())
-        todo.append((_PROBES_ONE, [fps[i], *map(_int_array, probes),
+        todo.append((_PROBES_ONE, [fps[i], *map(int_array, probes),
                                    max(k, policy.probe_cap),
                                    texts[i].sig if signature else None,
-                                   _int_array(hashes) if hashes else None,
-                                   _int_array(minhash) if minhash else None, MINHASH_CAP,
+                                   int_array(hashes) if hashes else None,
+                                   int_array(minhash) if minhash else None, MINHASH_CAP,
                                    policy.probes_pairs(texts[i].text)]))
     elif probed:
         todo.append((_PROBES, [
@@ -226,11 +227,6 @@ def _rows(
         for q, *row in c_probed.fetchall():
             rows[probed[q - 1]].setdefault(row[0], tuple(row))
     return rows
-
-
-def _int_array(values: Sequence[int]) -> str:
-    """A one-dimensional array of ints as PostgreSQL's text literal."""
-    return "{" + ",".join(map(str, values)) + "}"
 
 
 def _keys(t: VText) -> tuple[tuple[int, ...], tuple[int, ...]]:

