@@ -130,8 +130,8 @@ TRANSIENT = (
     psycopg.errors.UniqueViolation,
 )
 
-# the arrays in binary: a batch's 20,000 block locks are no text to quote
-# the block and signature keys as text literals (sql.int_array)
+# the block and signature keys as text literals (sql.int_array: a batch's
+# 20,000 block keys dumped as lists cost twice as much), the keys as text[]
 _LOCK = ("SELECT simhash_writer_lock(%s, %s::integer[], %s::integer[], %b::text[],"
          " %s::integer[])")
 _BUDGET = (

@@ -261,7 +261,7 @@ def _probe_array(probes: Sequence[Sequence[Sequence[int]]]) -> str:
     """
     # at least one value (NULL: matches nothing), so that the array keeps its
     # three dimensions when no query probes a value (an add's first step)
-    width = max((len(b) for p in probes for b in p), default=1) or 1
+    width = max((len(b) for p in probes for b in p), default=0) or 1
     return "{" + ",".join(
         "{" + ",".join("{" + ",".join([*map(str, b), *["NULL"] * (width - len(b))]) + "}"
                        for b in p) + "}"
