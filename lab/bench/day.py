@@ -167,12 +167,28 @@ def _phase(dsn: str, conn: psycopg.Connection[Any], dedup: bool, clients: int,
               show_default=True,
               help="The store's partition interval: week puts yesterday and today in one "
               "partition (this week's), so a look-up probes one filled partition, not two.")
+@click.option("--texts", is_flag=True,
+              help="Text rows and verified text adds instead (lab/bench/day_texts.py): the "
+              "store of a user's day, grown point by point; 2 clients add() texts.")
+@click.option("--text-chars", type=click.IntRange(20), default=400, show_default=True,
+              help="With --texts: the rows' verification text length (mean; letters).")
+@click.option("--boilerplate", type=click.FloatRange(0, 1), default=0.2, show_default=True,
+              help="With --texts: share of rows that hold a shared key (as bench scale).")
+@click.option("--stored", type=click.IntRange(10), default=3000, show_default=True,
+              help="With --texts: real texts stored by the product after yesterday's rows "
+              "(the adds' edited copies find them).")
+@click.option("--corpus", type=click.Path(exists=True, dir_okay=False), multiple=True,
+              help="With --texts: real texts instead of synthetic news (JSONL, a 'text' per "
+              "line; repeatable): --stored of them are stored, the rest are new texts.")
 @click.option("--seed", type=int, default=1, show_default=True)
 @scratch_options
-def command(per_day: int, at: str, clients: int, seconds: float, windows: int,
-            max_wal_size: str | None, wal: str, interval: str, seed: int, dsn: str | None,
-            home: str | None, keep: bool) -> None:
-    """add_many docs/s as today's partition grows to a day of rows, yesterday's full."""
+@click.pass_context
+def command(ctx: click.Context, per_day: int, at: str, clients: int, seconds: float,
+            windows: int, max_wal_size: str | None, wal: str, interval: str, texts: bool,
+            text_chars: int, boilerplate: float, stored: int, corpus: tuple[str, ...],
+            seed: int, dsn: str | None, home: str | None, keep: bool) -> None:
+    """add_many docs/s as today's partition grows to a day of rows, yesterday's full
+    (with --texts: verified text adds in a store of text rows)."""
     from simhash_pg.db.server import sized_settings
 
     try:
@@ -190,8 +206,34 @@ def command(per_day: int, at: str, clients: int, seconds: float, windows: int,
     if bad:
         raise click.BadParameter(f"off, on, pglz or lz4, got {bad[0]!r}",
                                  param_hint="--wal-compression")
-    with scratch_dsn(dsn, home=home, keep=keep, settings=settings) as url:
-        _run(url, per_day, points, clients, seconds, windows, seed, wals or [""], interval)
+    given = {name for name in ("text_chars", "boilerplate", "stored", "corpus")
+             if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
+    if not texts and given:
+        raise click.UsageError(f"--{min(given).replace('_', '-')} goes with --texts")
+    if texts and (wals or interval != "day"):
+        raise click.UsageError("--texts measures the daily layout with the server's WAL "
+                               "settings: no --wal-compression or --interval")
+    if not texts:
+        with scratch_dsn(dsn, home=home, keep=keep, settings=settings) as url:
+            _run(url, per_day, points, clients, seconds, windows, seed, wals or [""],
+                 interval)
+        return
+    from lab.bench import day_texts
+    from lab.bench import text as bench_text
+
+    if sorted(points) != points or len(set(points)) < len(points):
+        raise click.BadParameter(f"with --texts the store grows: rising fractions, got {at!r}",
+                                 param_hint="--at")
+    if corpus:  # module state of bench text, set before the add clients are forked
+        real = bench_text.read_corpus(corpus, seed)
+        bench_text._STORED[:], bench_text._HELD[:] = real[:stored], real[stored:]
+    try:
+        with scratch_dsn(dsn, home=home, keep=keep, settings=settings) as url:
+            day_texts.run(url, per_day, points, clients, seconds, windows, seed, text_chars,
+                          boilerplate, stored)
+    finally:
+        bench_text._STORED.clear()
+        bench_text._HELD.clear()
 
 
 def _run(dsn: str, per_day: int, points: list[float], clients: int, seconds: float,

@@ -84,20 +84,24 @@ class Days:
 @dataclass(frozen=True)
 class Segment:
     """Rows ``lo``..``hi`` - 1 of a fill that grows the store to ``total`` rows (their
-    numbers seed them), with ids ``after`` + 1...: half of them yesterday's, half today's,
-    spread over the share ``lo / total``..``hi / total`` of each day, so that within a
-    partition the rows' times grow with their ids, as in a store that grew so.
-    ``Segment(0, n, n)`` is a fill in one go."""
+    numbers seed them), with ids ``after`` + 1...: the share ``yesterday`` of them
+    yesterday's (half, unless a day is filled on its own), the rest today's, spread over
+    the share ``lo / total``..``hi / total`` of each day, so that within a partition the
+    rows' times grow with their ids, as in a store that grew so. ``stream`` > 0 draws
+    other rows for the same numbers (bench day's today beside its yesterday), the
+    boilerplate keys staying the same. ``Segment(0, n, n)`` is a fill in one go."""
 
     lo: int
     hi: int
     total: int
     after: int = 0
+    yesterday: float = 0.5
+    stream: int = 0
 
     def times(self, g: np.ndarray, days: Days) -> np.ndarray:
         """created_at (UTC µs) of rows ``g``: yesterday's first, then today's."""
         m, local = self.hi - self.lo, g - self.lo
-        half = m // 2
+        half = int(m * self.yesterday)  # 0.5: m // 2
         # each row's place in its day, 0..1: the segment's share of it, evenly
         y = (self.lo + (local + 0.5) * m / max(half, 1)) / self.total
         t = (self.lo + (local - half + 0.5) * m / max(m - half, 1)) / self.total
@@ -152,7 +156,7 @@ def _piece(p: Profile, start: int, stop: int, seg: Segment, days: Days, boilerpl
            seed: int) -> bytes:
     """Binary COPY rows (no header) of rows ``start``..``stop`` - 1 of segment ``seg``."""
     m = stop - start
-    rng = np.random.default_rng([seed, start])
+    rng = np.random.default_rng([seed, start] + ([seg.stream] if seg.stream else []))
     at = seg.times(np.arange(start, stop, dtype=np.float64), days)
     fps = rng.integers(-(2**63), 2**63 - 1, size=m, dtype=np.int64, endpoint=True)
     pick = rng.integers(0, len(p.texts), size=m)
