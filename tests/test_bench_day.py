@@ -57,3 +57,44 @@ def test_bench_day_weekly_puts_both_days_in_one_partition(pg_dsn: str) -> None:
     else:
         assert len(days) == 1 and days[0][3] == 4000, days
         assert (days[0][2] - days[0][1]).days == 1  # yesterday's rows and today's
+
+
+def test_bench_day_texts_grows_one_store_of_text_rows_and_adds_at_each_point(
+        pg_dsn: str) -> None:
+    res = CliRunner().invoke(command, ["--texts", "--per-day", "2000", "--at", "0,0.5,1",
+                                       "--seconds", "1", "--windows", "1", "--clients", "1",
+                                       "--stored", "30", "--dsn", pg_dsn])
+    assert res.exit_code == 0, res.output
+    table = res.output.split("-" * 20)[-1]
+    rows = [line.split() for line in table.splitlines() if line[:11].strip()[:1].isdigit()]
+    assert [r[0] for r in rows] == ["0", "1,000", "2,000"]
+    assert all(float(r[2].replace(",", "")) > 0 for r in rows)  # adds/s
+    assert "the target of 1M an hour" in res.output
+    with psycopg.connect(pg_dsn) as conn:
+        counts = dict(conn.execute(
+            "SELECT p.partition::text, (SELECT count(*) FROM simhash_documents d"
+            " WHERE d.tableoid = p.partition) FROM simhash_partitions() p").fetchall())
+        yesterday, today = sorted(n for n in counts if n != "simhash_documents_default")[:2]
+        assert counts[yesterday] == 2000  # the day's rows, and nothing the adds stored
+        # today's synthetic rows, the 30 real texts and what the adds stored
+        assert counts[today] > 2030
+        # text rows: verification texts and keys, in the key table as its trigger keeps it
+        assert conn.execute(
+            "SELECT count(*) FILTER (WHERE verify_text IS NULL), count(*) FILTER (WHERE"
+            " cardinality(sentence_hashes) > 0) > 0 FROM simhash_documents").fetchone() == (
+                0, True)
+        assert conn.execute(
+            "SELECT count(*) = count(DISTINCT id) FROM simhash_documents").fetchone() == (True,)
+        assert conn.execute(
+            "SELECT count(*) FROM simhash_documents d WHERE cardinality(d.sentence_hashes) > 0"
+            " AND NOT EXISTS (SELECT FROM simhash_text_keys k WHERE k.id = d.id)"
+        ).fetchone() == (0,)
+
+
+def test_bench_day_texts_names_what_does_not_go_with_it() -> None:
+    res = CliRunner().invoke(command, ["--stored", "50"])
+    assert res.exit_code == 2 and "--stored goes with --texts" in res.output
+    res = CliRunner().invoke(command, ["--texts", "--interval", "week"])
+    assert res.exit_code == 2 and "no --wal-compression or --interval" in res.output
+    res = CliRunner().invoke(command, ["--texts", "--at", "1,0.5"])
+    assert res.exit_code == 2 and "rising fractions" in res.output
