@@ -177,6 +177,9 @@ def _phase(dsn: str, conn: psycopg.Connection[Any], dedup: bool, clients: int,
 @click.option("--stored", type=click.IntRange(10), default=3000, show_default=True,
               help="With --texts: real texts stored by the product after yesterday's rows "
               "(the adds' edited copies find them).")
+@click.option("--duplicates", type=click.FloatRange(0, 1), default=0.25, show_default=True,
+              help="With --texts: the share of added texts that are edited copies of stored "
+              "ones (the rest are new).")
 @click.option("--corpus", type=click.Path(exists=True, dir_okay=False), multiple=True,
               help="With --texts: real texts instead of synthetic news (JSONL, a 'text' per "
               "line; repeatable): --stored of them are stored, the rest are new texts.")
@@ -185,8 +188,9 @@ def _phase(dsn: str, conn: psycopg.Connection[Any], dedup: bool, clients: int,
 @click.pass_context
 def command(ctx: click.Context, per_day: int, at: str, clients: int, seconds: float,
             windows: int, max_wal_size: str | None, wal: str, interval: str, texts: bool,
-            text_chars: int, boilerplate: float, stored: int, corpus: tuple[str, ...],
-            seed: int, dsn: str | None, home: str | None, keep: bool) -> None:
+            text_chars: int, boilerplate: float, stored: int, duplicates: float,
+            corpus: tuple[str, ...], seed: int, dsn: str | None, home: str | None,
+            keep: bool) -> None:
     """add_many docs/s as today's partition grows to a day of rows, yesterday's full
     (with --texts: verified text adds in a store of text rows)."""
     from simhash_pg.db.server import sized_settings
@@ -206,7 +210,7 @@ def command(ctx: click.Context, per_day: int, at: str, clients: int, seconds: fl
     if bad:
         raise click.BadParameter(f"off, on, pglz or lz4, got {bad[0]!r}",
                                  param_hint="--wal-compression")
-    given = {name for name in ("text_chars", "boilerplate", "stored", "corpus")
+    given = {name for name in ("text_chars", "boilerplate", "stored", "duplicates", "corpus")
              if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
     if not texts and given:
         raise click.UsageError(f"--{min(given).replace('_', '-')} goes with --texts")
@@ -230,7 +234,7 @@ def command(ctx: click.Context, per_day: int, at: str, clients: int, seconds: fl
     try:
         with scratch_dsn(dsn, home=home, keep=keep, settings=settings) as url:
             day_texts.run(url, per_day, points, clients, seconds, windows, seed, text_chars,
-                          boilerplate, stored)
+                          boilerplate, stored, duplicates)
     finally:
         bench_text._STORED.clear()
         bench_text._HELD.clear()
