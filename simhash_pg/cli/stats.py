@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -31,3 +32,22 @@ def command(as_json: bool, dsn: str | None, scheme: SchemeSpec, k: int | None,
             value = (f"- (shown from {PER_ROW_FROM:,} rows: below that the fixed size of "
                      "empty tables and indexes dominates)")
         click.echo(f"{name:>16}: {value}")
+    note = lookup_note(data)
+    if note:
+        click.echo(note, err=True)
+
+
+def lookup_note(stats: dict[str, Any]) -> str | None:
+    """A warning when the look-up's indexes outgrow shared_buffers, else None.
+
+    A look-up reads a few pages of each block index and of the key table's index
+    at random; once they outgrow PostgreSQL's cache, pages come back from the OS
+    cache or the disk, and those reads cost more than the rest of the look-up
+    (docs/operations.md, "Tuning an external server").
+    """
+    need, have = stats.get("lookup_index_bytes"), stats.get("shared_buffers_bytes")
+    if not need or not have or need <= have:
+        return None
+    return (f"note: the look-up's indexes ({need / 2**30:.1f} GiB) exceed shared_buffers "
+            f"({have / 2**30:.1f} GiB): look-ups read pages from outside PostgreSQL's cache. "
+            "Raise shared_buffers (the embedded server: simhash-pg server tune --rows N).")
