@@ -91,6 +91,26 @@ def test_bench_day_texts_grows_one_store_of_text_rows_and_adds_at_each_point(
         ).fetchone() == (0,)
 
 
+def test_bench_day_texts_again_adds_to_the_store_a_run_left(pg_dsn: str) -> None:
+    first = CliRunner().invoke(command, ["--texts", "--per-day", "1000", "--at", "1",
+                                         "--seconds", "1", "--windows", "1", "--clients", "1",
+                                         "--stored", "20", "--dsn", pg_dsn])
+    assert first.exit_code == 0, first.output
+    with psycopg.connect(pg_dsn) as conn:
+        before = conn.execute("SELECT count(*), max(id) FROM simhash_documents").fetchone()
+    res = CliRunner().invoke(command, ["--texts", "--again", "--seconds", "1", "--windows", "1",
+                                       "--clients", "1", "--stored", "20", "--dsn", pg_dsn])
+    assert res.exit_code == 0, res.output
+    assert "--again:" in res.output and "shared_buffers" in res.output
+    table = res.output.split("-" * 20)[-1]
+    (row,) = [line.split() for line in table.splitlines() if line[:11].strip()[:1].isdigit()]
+    assert int(row[1].replace(",", "")) == before[0]  # the store's rows when it began
+    with psycopg.connect(pg_dsn) as conn:
+        after = conn.execute("SELECT count(*), min(id) FROM simhash_documents WHERE id > %s",
+                             [before[1]]).fetchone()
+    assert after is not None and after[0] > 0  # no fill: only the adds' new rows
+
+
 def test_bench_day_texts_names_what_does_not_go_with_it() -> None:
     res = CliRunner().invoke(command, ["--stored", "50"])
     assert res.exit_code == 2 and "--stored goes with --texts" in res.output
@@ -98,3 +118,7 @@ def test_bench_day_texts_names_what_does_not_go_with_it() -> None:
     assert res.exit_code == 2 and "no --wal-compression or --interval" in res.output
     res = CliRunner().invoke(command, ["--texts", "--at", "1,0.5"])
     assert res.exit_code == 2 and "rising fractions" in res.output
+    res = CliRunner().invoke(command, ["--texts", "--again"])
+    assert res.exit_code == 2 and "give its --dsn" in res.output
+    res = CliRunner().invoke(command, ["--again"])
+    assert res.exit_code == 2 and "--again goes with --texts" in res.output

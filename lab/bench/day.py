@@ -180,6 +180,10 @@ def _phase(dsn: str, conn: psycopg.Connection[Any], dedup: bool, clients: int,
 @click.option("--duplicates", type=click.FloatRange(0, 1), default=0.25, show_default=True,
               help="With --texts: the share of added texts that are edited copies of stored "
               "ones (the rest are new).")
+@click.option("--again", is_flag=True,
+              help="With --texts and --dsn: the adds once more on the store an earlier run "
+              "left, at its size, for --seconds: no fill, no checkpoint (the server's cache "
+              "as it is). Give the earlier run's --corpus and --stored.")
 @click.option("--corpus", type=click.Path(exists=True, dir_okay=False), multiple=True,
               help="With --texts: real texts instead of synthetic news (JSONL, a 'text' per "
               "line; repeatable): --stored of them are stored, the rest are new texts.")
@@ -189,7 +193,7 @@ def _phase(dsn: str, conn: psycopg.Connection[Any], dedup: bool, clients: int,
 def command(ctx: click.Context, per_day: int, at: str, clients: int, seconds: float,
             windows: int, max_wal_size: str | None, wal: str, interval: str, texts: bool,
             text_chars: int, boilerplate: float, stored: int, duplicates: float,
-            corpus: tuple[str, ...], seed: int, dsn: str | None, home: str | None,
+            again: bool, corpus: tuple[str, ...], seed: int, dsn: str | None, home: str | None,
             keep: bool) -> None:
     """add_many docs/s as today's partition grows to a day of rows, yesterday's full
     (with --texts: verified text adds in a store of text rows)."""
@@ -210,8 +214,9 @@ def command(ctx: click.Context, per_day: int, at: str, clients: int, seconds: fl
     if bad:
         raise click.BadParameter(f"off, on, pglz or lz4, got {bad[0]!r}",
                                  param_hint="--wal-compression")
-    given = {name for name in ("text_chars", "boilerplate", "stored", "duplicates", "corpus")
-             if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
+    default = click.core.ParameterSource.DEFAULT
+    given = {name for name in ("text_chars", "boilerplate", "stored", "duplicates", "again",
+                               "corpus") if ctx.get_parameter_source(name) is not default}
     if not texts and given:
         raise click.UsageError(f"--{min(given).replace('_', '-')} goes with --texts")
     if texts and (wals or interval != "day"):
@@ -231,7 +236,13 @@ def command(ctx: click.Context, per_day: int, at: str, clients: int, seconds: fl
     if corpus:  # module state of bench text, set before the add clients are forked
         real = bench_text.read_corpus(corpus, seed)
         bench_text._STORED[:], bench_text._HELD[:] = real[:stored], real[stored:]
+    if again and dsn is None:
+        raise click.UsageError("--again measures an earlier run's store: give its --dsn")
     try:
+        if again:
+            assert dsn is not None
+            day_texts.again(dsn, clients, seconds, windows, seed, duplicates)
+            return
         with scratch_dsn(dsn, home=home, keep=keep, settings=settings) as url:
             day_texts.run(url, per_day, points, clients, seconds, windows, seed, text_chars,
                           boilerplate, stored, duplicates)

@@ -189,6 +189,27 @@ def run(dsn: str, per_day: int, points: list[float], clients: int, seconds: floa
     _table(got, clients)
 
 
+def again(dsn: str, clients: int, seconds: float, windows: int, seed: int,
+          duplicates: float) -> None:
+    """The adds once more on the store an earlier run left (``--again``): no fill, no
+    checkpoint, the server's cache as it is; ``today`` is today's synthetic rows."""
+    echo = click.echo
+    with store_connect(dsn) as conn:
+        shared = conn.execute("SHOW shared_buffers").fetchone()[0]  # type: ignore[index]
+        parts = conn.execute("SELECT tableoid::regclass::text, count(*) FROM simhash_documents"
+                             " GROUP BY 1 ORDER BY 1").fetchall()
+    rows = sum(n for _, n in parts)
+    echo(f"simhash-pg bench day --texts --again: rows {', '.join(f'{p} {n:,}' for p, n in parts)}"
+         f"; shared_buffers {shared}, load average {os.getloadavg()[0]:.1f}; {clients} clients "
+         f"x {seconds:g} s of add(), {100 * duplicates:g}% of the texts edited copies of stored "
+         f"ones; seed={seed}")
+    # "today": the newest partition's rows (the adds of a run that crossed midnight aside);
+    # the texts seeded by the store's size too, so that each run adds texts no run stored
+    x = _adds(dsn, clients, seconds, windows, duplicates, seed + 104_729 * rows, parts[-1][1],
+              rows)
+    _table([x], clients)
+
+
 def _table(points: list[Point], clients: int) -> None:
     echo = click.echo
     head = (f"{'today rows':>11} {'store rows':>11} {'adds/s':>7} {'per window':<28} "
