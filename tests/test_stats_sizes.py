@@ -43,7 +43,7 @@ def test_the_note_names_both_sizes_once_the_indexes_outgrow_the_buffers() -> Non
     stats = {"lookup_index_bytes": 15 * 2**30, "shared_buffers_bytes": 9 * 2**30}
     note = lookup_note(stats)
     assert note is not None
-    assert "15.0 GiB" in note and "9.0 GiB" in note and "server tune" in note
+    assert "15.0 GiB" in note and "9.0 GiB" in note and "shared_buffers" in note
     assert lookup_note({"lookup_index_bytes": 2**30, "shared_buffers_bytes": 2**30}) is None
     assert lookup_note({}) is None  # a store that reports neither
 
