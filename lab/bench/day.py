@@ -241,7 +241,7 @@ def command(ctx: click.Context, per_day: int, at: str, clients: int, seconds: fl
     try:
         if again:
             assert dsn is not None
-            day_texts.again(dsn, clients, seconds, windows, seed, duplicates)
+            day_texts.again(dsn, clients, seconds, windows, seed, duplicates, stored)
             return
         with scratch_dsn(dsn, home=home, keep=keep, settings=settings) as url:
             day_texts.run(url, per_day, points, clients, seconds, windows, seed, text_chars,
@@ -249,6 +249,7 @@ def command(ctx: click.Context, per_day: int, at: str, clients: int, seconds: fl
     finally:
         bench_text._STORED.clear()
         bench_text._HELD.clear()
+        day_texts._SYNTHETIC.clear()
 
 
 def _run(dsn: str, per_day: int, points: list[float], clients: int, seconds: float,

@@ -54,6 +54,9 @@ from lab.connect import connect as store_connect
 __all__ = ["run"]
 
 TARGET = 1_000_000 / 3600  # a million checks an hour
+# Without --corpus: the synthetic texts stored, whose edited copies are the duplicates
+# (module state, set before the add clients are forked)
+_SYNTHETIC: list[str] = []
 
 
 @dataclass(frozen=True)
@@ -74,17 +77,15 @@ class Point:
 def _texts(seed: int, duplicates: float) -> Iterator[str]:
     """An add's texts: the share ``duplicates`` edited copies of stored texts, the rest new."""
     rnd = random.Random(seed)
-    stored = bench_text._STORED
-    lines = [line for t in (*stored, *bench_text._HELD) for line in t.splitlines()
+    real = bench_text._STORED
+    stored = real or _SYNTHETIC
+    lines = [line for t in (*real, *bench_text._HELD) for line in t.splitlines()
              if len(line) > 40]
-    fams = bench_text.make_texts(seed, 200, 0)
     while True:
-        if rnd.random() < duplicates:
-            yield (bench_text.edit_text(rnd, rnd.choice(stored), rnd.randint(1, 6)) if stored
-                   else bench_text._sentences(bench_text.edit(rnd, rnd.choice(fams)[0],
-                                                              rnd.randint(1, 6))))
+        if stored and rnd.random() < duplicates:
+            yield bench_text.edit_text(rnd, rnd.choice(stored), rnd.randint(1, 6))
         elif lines:  # as many lines as a stored text has, from anywhere in the corpus
-            yield "\n".join(rnd.choices(lines, k=max(2, rnd.choice(stored).count("\n") + 1)))
+            yield "\n".join(rnd.choices(lines, k=max(2, rnd.choice(real).count("\n") + 1)))
         else:
             yield bench_text._sentences(rnd.choices(bench_text._VOCAB, k=120))
 
@@ -166,6 +167,7 @@ def run(dsn: str, per_day: int, points: list[float], clients: int, seconds: floa
         after = last_id(conn)
     fill(Segment(0, per_day, per_day, after, yesterday=1.0), "yesterday")
     _, stored = bench_text.texts_to_store(seed, stored_count)
+    _SYNTHETIC[:] = [] if bench_text._STORED else stored
     _store_real(dsn, stored, p)
     got: list[Point] = []
     done = 0
@@ -190,10 +192,11 @@ def run(dsn: str, per_day: int, points: list[float], clients: int, seconds: floa
 
 
 def again(dsn: str, clients: int, seconds: float, windows: int, seed: int,
-          duplicates: float) -> None:
+          duplicates: float, stored_count: int) -> None:
     """The adds once more on the store an earlier run left (``--again``): no fill, no
     checkpoint, the server's cache as it is; ``today`` is today's synthetic rows."""
     echo = click.echo
+    _SYNTHETIC[:] = [] if bench_text._STORED else bench_text.texts_to_store(seed, stored_count)[1]
     with store_connect(dsn) as conn:
         shared = conn.execute("SHOW shared_buffers").fetchone()[0]  # type: ignore[index]
         parts = conn.execute("SELECT tableoid::regclass::text, count(*) FROM simhash_documents"
