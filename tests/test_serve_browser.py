@@ -40,9 +40,9 @@ def _chromium() -> str | None:
 
 
 CHROMIUM = _chromium()
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason=f"no Chromium found (/usr/bin/chromium, PATH or ${CHROMIUM_ENV}); "
-    "Debian: apt-get install chromium")
+NO_CHROMIUM = (f"no Chromium found (/usr/bin/chromium, PATH or ${CHROMIUM_ENV}); "
+               "Debian: apt-get install chromium")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 
 EN = ("The harbour master counted forty ships at anchor before the storm came in, "
       "and the pilots waited for the tide.")
@@ -83,6 +83,9 @@ class Server:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    # here too, not only in this module's mark: other modules take this fixture
+    if CHROMIUM is None:
+        pytest.skip(NO_CHROMIUM)
     with playwright_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
