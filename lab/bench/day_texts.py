@@ -32,13 +32,11 @@ The target (issue 28): 1M checks an hour, 278 adds/s, all through the day.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import random
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
 from itertools import pairwise
 from typing import Any
 
@@ -46,9 +44,9 @@ import click
 import numpy as np
 
 from lab.bench import text as bench_text
-from lab.bench.rows import Days, Segment, copy_rows, last_id, profile
+from lab.bench.rows import Segment, copy_rows, last_id, profile, two_days
 from lab.bench.scale import _settle, _sizes, _store_real
-from lab.bench.timing import pct, run_clients
+from lab.bench.timing import pct, run_clients, server_line
 from lab.connect import connect as store_connect
 
 __all__ = ["run"]
@@ -145,16 +143,8 @@ def run(dsn: str, per_day: int, points: list[float], clients: int, seconds: floa
          f"of add() per point, the default store, {100 * duplicates:g}% of the texts edited "
          f"copies of stored ones; seed={seed}")
     with store_connect(dsn) as conn:
-        version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
-        echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores, load average "
-             f"{os.getloadavg()[0]:.1f}")
-        now = conn.execute("SELECT now()").fetchone()[0]  # type: ignore[index]
-        midnight = datetime.combine(now.astimezone(timezone.utc).date(), datetime.min.time(),
-                                    timezone.utc)
-        for day in (midnight - timedelta(days=1), midnight):
-            conn.execute("SELECT simhash_create_partition(%s)", [day.date()])
-        days = Days(*(int(x.timestamp() * 1_000_000)
-                      for x in (midnight - timedelta(days=1), midnight, now)))
+        echo(server_line(conn))
+        days = two_days(conn)
 
     def fill(seg: Segment, what: str) -> None:
         with store_connect(dsn) as conn:

@@ -41,7 +41,8 @@ from lab.bench.text import _VOCAB, _sentences
 from simhash_pg.store.pgcopy import _HEADER, _TRAILER
 
 __all__ = ["COLUMNS", "FAMILY_SHARE", "KINDS", "SHARED_KEYS", "Days", "Profile", "Segment",
-           "copy_rows", "last_id", "product_fields", "profile", "shared_keys", "synthetic_texts"]
+           "copy_rows", "last_id", "product_fields", "profile", "shared_keys", "synthetic_texts",
+           "two_days"]
 
 KINDS = ("news", "titles")
 COLUMNS = ("id", "created_at", "fingerprint", "verify_text", "sentence_sig", "sentence_hashes")
@@ -107,6 +108,20 @@ class Segment:
         t = (self.lo + (local - half + 0.5) * m / max(m - half, 1)) / self.total
         return np.where(local < half, days.y0 + y * (days.t0 - days.y0),
                         days.t0 + t * (days.now - days.t0))
+
+
+def two_days(conn: psycopg.Connection[Any]) -> Days:
+    """Yesterday's and today's partitions (UTC days, as the store makes them) made, and
+    their span: where a fill's rows go."""
+    from datetime import datetime, timedelta, timezone
+
+    now = conn.execute("SELECT now()").fetchone()[0]  # type: ignore[index]
+    midnight = datetime.combine(now.astimezone(timezone.utc).date(), datetime.min.time(),
+                                timezone.utc)
+    for day in (midnight - timedelta(days=1), midnight):
+        conn.execute("SELECT simhash_create_partition(%s)", [day.date()])
+    return Days(*(int(x.timestamp() * 1_000_000)
+                  for x in (midnight - timedelta(days=1), midnight, now)))
 
 
 def synthetic_texts(kind: str, count: int, text_chars: int, seed: int) -> list[str]:

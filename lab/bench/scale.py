@@ -40,12 +40,9 @@ whose database it EMPTIES (downgrade to base, upgrade).
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import time
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
 from itertools import pairwise
 from typing import Any
 
@@ -66,8 +63,9 @@ from lab.bench.rows import (
     profile,
     shared_keys,
     synthetic_texts,
+    two_days,
 )
-from lab.bench.timing import pct
+from lab.bench.timing import pct, server_line
 from lab.connect import connect as store_connect
 
 __all__ = ["command", "plan_shapes"]
@@ -219,16 +217,8 @@ def _run(dsn: str, points: tuple[int, ...], kind: str, text_chars: int, boilerpl
          f"{100 * boilerplate * top[0]:.1f}% of rows, the least {100 * boilerplate * top[-1]:.2f}%)"
          f"; {100 * FAMILY_SHARE:g}% are near copies (1-3 bits) of another")
     with store_connect(dsn) as conn:
-        version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
-        echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores, load average "
-             f"{os.getloadavg()[0]:.1f}")
-        now = conn.execute("SELECT now()").fetchone()[0]  # type: ignore[index]
-        midnight = datetime.combine(now.astimezone(timezone.utc).date(), datetime.min.time(),
-                                    timezone.utc)
-        for day in (midnight - timedelta(days=1), midnight):
-            conn.execute("SELECT simhash_create_partition(%s)", [day.date()])
-        days = Days(*(int(x.timestamp() * 1_000_000)
-                      for x in (midnight - timedelta(days=1), midnight, now)))
+        echo(server_line(conn))
+        days = two_days(conn)
 
     fams, stored = bench_text.texts_to_store(seed, texts)
     qs = bench_text.make_queries(seed, fams, queries)
@@ -263,9 +253,7 @@ def _again(dsn: str, kind: str, texts: int, queries: int, clients: int, seconds:
          f"{time.perf_counter() - clock:.1f} s; {queries} queries per mode, {clients} clients "
          f"x {seconds:g} s per mode in {rounds} turns, {bulk:,} bulk adds, seed={seed}")
     with store_connect(dsn) as conn:
-        version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
-        echo(f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores, load average "
-             f"{os.getloadavg()[0]:.1f}")
+        echo(server_line(conn))
         if probes_pairs is not None:
             conn.execute(_SET_PAIRS if probes_pairs else _NO_PAIRS, [probes_pairs])
         probes = conn.execute("SELECT value FROM simhash_meta WHERE name = 'probes'").fetchone()

@@ -45,3 +45,13 @@ def run_clients(client: Callable[[tuple[Any, ...]], None],
             p.join(30)
             if p.is_alive():
                 p.kill()
+
+
+def server_line(conn: Any) -> str:
+    """The server's version, the machine's cores and its load: a benchmark's context."""
+    import multiprocessing
+    import os
+
+    version = conn.execute("SHOW server_version").fetchone()[0]
+    return (f"PostgreSQL {version}, {multiprocessing.cpu_count()} cores, load average "
+            f"{os.getloadavg()[0]:.1f}")

@@ -82,7 +82,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -271,15 +270,9 @@ def repair_indexes(conn: psycopg.Connection[Any]) -> list[str]:
 
 def days_of(conn: psycopg.Connection[Any]) -> Any:
     """Yesterday's and today's partitions made; the rows' Days (as ``bench scale``)."""
-    from lab.bench.rows import Days
+    from lab.bench.rows import two_days
 
-    now = conn.execute("SELECT now()").fetchone()[0]  # type: ignore[index]
-    midnight = datetime.combine(now.astimezone(timezone.utc).date(), datetime.min.time(),
-                                timezone.utc)
-    for day in (midnight - timedelta(days=1), midnight):
-        conn.execute("SELECT simhash_create_partition(%s)", [day.date()])
-    return Days(*(int(x.timestamp() * 1_000_000)
-                  for x in (midnight - timedelta(days=1), midnight, now)))
+    return two_days(conn)
 
 
 # ---------------------------------------------------------------- the look-up's model
