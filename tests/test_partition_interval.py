@@ -101,22 +101,29 @@ def test_any_time_lands_in_the_partition_whose_bounds_hold_it(
 
 
 def test_a_partition_fills_the_gap_between_days_already_made(pg: psycopg.Connection) -> None:
-    # a Wednesday's and a Friday's day partitions; the week's partition around
-    # the Monday stops at the Wednesday, the one around the Thursday is that day
-    pg.execute("SELECT simhash_create_partition('2026-12-02', 'day'),"
-               " simhash_create_partition('2026-12-04', 'day')")
-    assert pg.execute("SELECT simhash_create_partition('2026-11-30', 'week'),"
-                      " simhash_create_partition('2026-12-03', 'week'),"
-                      " simhash_create_partition('2026-12-05', 'week'),"
-                      " simhash_create_partition('2026-12-06', 'week')").fetchone() == (
-        "simhash_documents_p20261130", "simhash_documents_p20261203",
-        "simhash_documents_p20261205", None)
+    # A Wednesday's and a Friday's day partitions; the week's partition around
+    # the Monday stops at the Wednesday, the one around the Thursday is that day.
+    # The week is weeks ahead of today: fixed dates met the store's own today's
+    # and tomorrow's partitions once the calendar reached them.
+    today = datetime.now(timezone.utc).date()
+    monday = today + timedelta(days=21 + (7 - today.weekday()) % 7)
+    day = [monday + timedelta(days=i) for i in range(7)]  # Monday .. Sunday
+    pg.execute("SELECT simhash_create_partition(%s, 'day'), simhash_create_partition(%s, 'day')",
+               [day[2], day[4]])
+    assert pg.execute("SELECT simhash_create_partition(%s, 'week'),"
+                      " simhash_create_partition(%s, 'week'),"
+                      " simhash_create_partition(%s, 'week'),"
+                      " simhash_create_partition(%s, 'week')",
+                      [day[0], day[3], day[5], day[6]]).fetchone() == (
+        f"simhash_documents_p{day[0]:%Y%m%d}", f"simhash_documents_p{day[3]:%Y%m%d}",
+        f"simhash_documents_p{day[5]:%Y%m%d}", None)
     got = {name: (lo, hi) for name, lo, hi in _partitions(pg)}
-    utc = timezone.utc
-    assert got["simhash_documents_p20261130"] == (datetime(2026, 11, 30, tzinfo=utc),
-                                                  datetime(2026, 12, 2, tzinfo=utc))
-    assert got["simhash_documents_p20261205"] == (datetime(2026, 12, 5, tzinfo=utc),
-                                                  datetime(2026, 12, 7, tzinfo=utc))
+
+    def utc(d: date) -> datetime:
+        return datetime(d.year, d.month, d.day, tzinfo=timezone.utc)
+
+    assert got[f"simhash_documents_p{day[0]:%Y%m%d}"] == (utc(day[0]), utc(day[2]))
+    assert got[f"simhash_documents_p{day[5]:%Y%m%d}"] == (utc(day[5]), utc(day[6] + timedelta(1)))
 
 
 def test_rows_waiting_in_the_default_partition_move_into_their_week(
