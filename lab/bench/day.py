@@ -233,11 +233,11 @@ def command(ctx: click.Context, per_day: int, at: str, clients: int, seconds: fl
     if sorted(points) != points or len(set(points)) < len(points):
         raise click.BadParameter(f"with --texts the store grows: rising fractions, got {at!r}",
                                  param_hint="--at")
+    if again and dsn is None:
+        raise click.UsageError("--again measures an earlier run's store: give its --dsn")
     if corpus:  # module state of bench text, set before the add clients are forked
         real = bench_text.read_corpus(corpus, seed)
         bench_text._STORED[:], bench_text._HELD[:] = real[:stored], real[stored:]
-    if again and dsn is None:
-        raise click.UsageError("--again measures an earlier run's store: give its --dsn")
     try:
         if again:
             assert dsn is not None

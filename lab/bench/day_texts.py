@@ -32,7 +32,6 @@ The target (issue 28): 1M checks an hour, 278 adds/s, all through the day.
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections.abc import Iterator
@@ -45,7 +44,7 @@ import numpy as np
 
 from lab.bench import text as bench_text
 from lab.bench.rows import Segment, copy_rows, last_id, profile, two_days
-from lab.bench.scale import _settle, _sizes, _store_real
+from lab.bench.scale import _settle, _sizes, _store_real, partition_rows
 from lab.bench.timing import pct, run_clients, server_line
 from lab.connect import connect as store_connect
 
@@ -61,7 +60,7 @@ _SYNTHETIC: list[str] = []
 class Point:
     """The adds at one point of the day."""
 
-    today: int  # synthetic rows in today's partition
+    today: int  # rows in today's partition (synthetic; --again: all of the newest's)
     rows: int  # rows in the store
     rate: float  # adds/s, all clients
     windows: list[float]
@@ -184,18 +183,18 @@ def run(dsn: str, per_day: int, points: list[float], clients: int, seconds: floa
 def again(dsn: str, clients: int, seconds: float, windows: int, seed: int,
           duplicates: float, stored_count: int) -> None:
     """The adds once more on the store an earlier run left (``--again``): no fill, no
-    checkpoint, the server's cache as it is; ``today`` is today's synthetic rows."""
+    checkpoint, the server's cache as it is; ``today`` is the newest partition's rows."""
     echo = click.echo
     _SYNTHETIC[:] = [] if bench_text._STORED else bench_text.texts_to_store(seed, stored_count)[1]
     with store_connect(dsn) as conn:
         shared = conn.execute("SHOW shared_buffers").fetchone()[0]  # type: ignore[index]
-        parts = conn.execute("SELECT tableoid::regclass::text, count(*) FROM simhash_documents"
-                             " GROUP BY 1 ORDER BY 1").fetchall()
+        parts = partition_rows(conn)
+        echo(f"simhash-pg bench day --texts --again: rows "
+             f"{', '.join(f'{p} {n:,}' for p, n in parts)}; shared_buffers {shared}; "
+             f"{clients} clients x {seconds:g} s of add(), {100 * duplicates:g}% of the texts "
+             f"edited copies of stored ones; seed={seed}")
+        echo(server_line(conn))
     rows = sum(n for _, n in parts)
-    echo(f"simhash-pg bench day --texts --again: rows {', '.join(f'{p} {n:,}' for p, n in parts)}"
-         f"; shared_buffers {shared}, load average {os.getloadavg()[0]:.1f}; {clients} clients "
-         f"x {seconds:g} s of add(), {100 * duplicates:g}% of the texts edited copies of stored "
-         f"ones; seed={seed}")
     # "today": the newest partition's rows (the adds of a run that crossed midnight aside);
     # the texts seeded by the store's size too, so that each run adds texts no run stored
     x = _adds(dsn, clients, seconds, windows, duplicates, seed + 104_729 * rows, parts[-1][1],

@@ -68,7 +68,7 @@ from lab.bench.rows import (
 from lab.bench.timing import pct, server_line
 from lab.connect import connect as store_connect
 
-__all__ = ["command", "plan_shapes"]
+__all__ = ["command", "partition_rows", "plan_shapes"]
 
 # the store's tables (their partitions summed) and their indexes: simhash_documents
 # and whatever tables its triggers keep beside it
@@ -384,13 +384,17 @@ def _growth(points: list[Point], kind: str, bulk: int) -> None:
          "issue 28, 300k -> 3M: near and add p50 <= 1.5x, bulk adds >= 0.5x)")
 
 
+def partition_rows(conn: psycopg.Connection[Any]) -> list[tuple[str, int]]:
+    """(partition, rows) of each partition holding rows, by name (a count of every row)."""
+    return [(str(name), int(n)) for name, n in conn.execute(
+        "SELECT tableoid::regclass::text, count(*) FROM simhash_documents GROUP BY 1 ORDER BY 1")]
+
+
 def _sizes(conn: psycopg.Connection[Any]) -> int:
     """Rows per partition; each table's and index's size, summed over its partitions; the
     rows in all."""
     mb, echo = 1 << 20, click.echo
-    rows = conn.execute(
-        "SELECT tableoid::regclass::text, count(*) FROM simhash_documents GROUP BY 1 ORDER BY 1"
-    ).fetchall()
+    rows = partition_rows(conn)
     n = sum(count for _, count in rows)
     echo(f"rows: {', '.join(f'{name} {count:,}' for name, count in rows)}")
     sizes = conn.execute(_SIZES).fetchall()

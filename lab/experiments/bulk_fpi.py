@@ -19,10 +19,9 @@ from typing import Any
 import click
 import psycopg
 
+from lab.bench import day as bench_day
 from lab.bench.rows import synthetic_texts
 from simhash_pg import SimhashStore
-
-_WAL = "SELECT wal_fpi, wal_bytes::bigint FROM pg_stat_wal"
 
 
 @click.command()
@@ -49,9 +48,8 @@ def main(dsn: str, texts: int, text_chars: int, seed: int) -> None:
 
 
 def _wal(c: psycopg.Connection[Any]) -> tuple[int, int]:
-    row = c.execute(_WAL).fetchone()
-    assert row is not None
-    return int(row[0]), int(row[1])
+    """Full-page images and WAL bytes so far: bench day's counters."""
+    return bench_day._wal(c)[:2]
 
 
 if __name__ == "__main__":
