@@ -18,6 +18,8 @@ in the model of the store that ``simhash-pg eval`` keeps equal to the store
 - ``single T``: today's predicate (``T`` = 11 is today's, trimmed beside keys);
 - ``pair T``: some cyclic ``i`` with ``b_i`` in ``P_i`` and ``b_(i+1)`` in ``P_(i+1)``;
 - ``single T1 + pair T2``: either.
+- ``pair S ... leading L``: pairs whose block ``i`` takes only the first ``L`` values
+  (the btree reads the pages under each of those) and block ``i+1`` all ``S``.
 
 Run from the repository root (~5 min)::
 
@@ -56,19 +58,25 @@ class Variant:
     # > 0: a text with title keys (verification text under TITLE_KEY_TEXT_CHARS)
     # probes this many single values per block instead
     titles_single: int = 0
+    # > 0: a pair's leading block takes only this many of the pair values (the
+    # second block keeps all of them): the btree reads the pages under each
+    # leading value, so this sets a pair scan's page count
+    lead: int = 0
 
     @property
     def name(self) -> str:
         parts = ([f"single {self.single}"] if self.single else []) + (
             [f"pair {self.pair}"] if self.pair or self.flips else []) + (
             [f"+ {self.flips}-bit flips"] if self.flips else []) + (
-            [f"(titles: single {self.titles_single})"] if self.titles_single else [])
+            [f"(titles: single {self.titles_single})"] if self.titles_single else []) + (
+            [f"leading {self.lead}"] if self.lead else [])
         return " + ".join(parts)
 
     def entries(self) -> tuple[float, float]:
         """Index entries per query at ROWS: (checked by the filter, dropped by the btree)."""
-        filtered = 4 * self.single * PER_VALUE + 4 * self.pair ** 2 * ROWS / 2 ** 32
-        return filtered, 4 * self.pair * PER_VALUE
+        lead = self.lead or self.pair
+        filtered = 4 * self.single * PER_VALUE + 4 * lead * self.pair * ROWS / 2 ** 32
+        return filtered, 4 * lead * PER_VALUE
 
 
 def probe_table(m: Measured, scheme: Scheme | None, workers: int | None) -> tuple[dict, dict, set]:
@@ -97,14 +105,14 @@ def hits(m: Measured, blocks: dict, probes: dict, v: Variant, titles: set) -> Bo
             out[n] = any(bb[i] in set(pa[i][: v.titles_single]) for i in range(4))
             continue
         single = [set(p[: v.single]) for p in pa]
-        pair = [set(p[: v.pair]) for p in pa]
-        second = pair
+        second = [set(p[: v.pair]) for p in pa]
+        pair = [set(p[: v.lead or v.pair]) for p in pa]
         if v.flips:  # the own value leads each pair, its 16 one-bit flips join the second
             own = [p[0] for p in pa]
             pair = [s | {o} for s, o in zip(pair, own, strict=True)]
             masks = _MASKS[v.flips]
             second = [s | {o} | {((o + BLOCK_OFFSET) ^ m) - BLOCK_OFFSET for m in masks}
-                      for s, o in zip(pair, own, strict=True)]
+                      for s, o in zip(second, own, strict=True)]
         out[n] = any(bb[i] in single[i] for i in range(4)) or any(
             bb[i] in pair[i] and bb[(i + 1) % 4] in second[(i + 1) % 4] for i in range(4))
     return out
@@ -132,13 +140,14 @@ def main() -> None:
         # single:pair, or single:pair:f for pairs with the own value's one-bit flips
         # single:pair, single:pair:f for pairs with the own value's one-bit
         # flips (f2: up to two bits), single:pair:f:T for titles probing T
-        # single values instead
+        # single values instead, single:pair:f:T:L for pairs led by L values only
         variants = []
         for v in args.variants.split(","):
             f = v.split(":")
             variants.append(Variant(int(f[0]), int(f[1]),
                                     int(f[2][1:] or 1) if len(f) >= 3 else 0,
-                                    int(f[3]) if len(f) == 4 else 0))
+                                    int(f[3]) if len(f) >= 4 else 0,
+                                    int(f[4]) if len(f) == 5 else 0))
     sets: list[Measured] = [*eval_sets(eval_dir, [base.t], args.workers, log),
                             *noise_sets(eval_dir, [base.t], args.workers, log)]
     rows = []

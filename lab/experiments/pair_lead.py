@@ -1,0 +1,117 @@
+"""Pairs led by fewer values: what a long text's pair scans cost with a short leading list.
+
+A pair probe (revision 0019) asks, for some cyclic block i, for ``b_i`` among
+the query's leading values of block i and ``b_(i+1)`` among its second values
+of block i+1. Block i's index is ``(b_i, b_(i+1), fingerprint)``, so the btree
+reads the pages under each *leading* value (~2 per partition at 50M rows) and
+skips between the second values inside them: the scan's cost is set by the
+leading list, while the second list costs little. Today both lists are the
+same 32 margin-ranked values. ``lab.experiments.pair_probes`` (variants
+``0:S:f:8:L``) gives the recall of a leading list of L values with a second
+list of S; this gives the cost, on a bench store:
+
+    uv run python -m lab.experiments.pair_lead --dsn DSN \\
+        --corpus ../shared/eval/corpus_en.jsonl --corpus ../shared/eval/corpus_zh.jsonl
+
+It copies the store's single-query candidates function into a scratch schema
+(``simhash_lab``, dropped at the end) with one change, the leading list cut
+to its first L values, then times the probes-only call (no keys: the second
+step of an add, the probe part of a near()) of the same queries for each
+(L, S), interleaved and rotated query by query. The queries are edited copies
+of stored corpus texts (as bench scale asks) and unstored corpus texts. The
+copy's (32, 32) is today's function.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+
+import click
+
+from lab.bench import text as bench_text
+from simhash_pg import SimhashStore
+from simhash_pg.bits import to_signed
+from simhash_pg.store.sql import int_array
+from simhash_pg.verify.candidates import text_and_vtext
+
+_SINGLE = ("simhash_near_probes_candidates(bigint, smallint[], smallint[], smallint[], "
+           "smallint[], integer, bigint, bigint[], bigint[], integer, boolean)")
+_CALL = ("SELECT 1, * FROM simhash_lab.cand_lead(%s, %s::smallint[], %s::smallint[],"
+         " %s::smallint[], %s::smallint[], %s, NULL, NULL, NULL, 22, true, %s)")
+VARIANTS = ((32, 32), (12, 64), (16, 48), (8, 48))
+
+
+def _scratch_copy(src: str) -> str:
+    """The function's definition with a last argument, the leading values' count."""
+    name = src.index("FUNCTION ") + len("FUNCTION ")
+    out = src[:name] + "simhash_lab.cand_lead(" + src[src.index("(", name) + 1:]
+    out = out.replace("pairs boolean)", "pairs boolean, lead integer)", 1)
+    for i in range(4):
+        old = f"a{i} := p{i} || simhash_block(fp, {i});"
+        if old not in out:
+            raise click.ClickException(f"the store's function has no '{old}': not revision 0019's")
+        out = out.replace(old, f"a{i} := p{i}[1:lead] || simhash_block(fp, {i});")
+    return out
+
+
+@click.command()
+@click.option("--dsn", required=True)
+@click.option("--corpus", "corpus", multiple=True, required=True)
+@click.option("--stored", default=3000, show_default=True,
+              help="Corpus texts the bench store holds (bench scale's default).")
+@click.option("--queries", default=300, show_default=True)
+@click.option("--rounds", default=2, show_default=True)
+def main(dsn: str, corpus: tuple[str, ...], stored: int, queries: int, rounds: int) -> None:
+    real = bench_text.read_corpus(corpus, 1)
+    bench_text._STORED[:] = real[:stored]
+    sets = {"edited copies": bench_text.make_queries(1, [], queries),
+            "unstored texts": real[stored:stored + queries]}
+    with SimhashStore(dsn, migrate=False) as store:
+        conn = store.connection
+        # the second list's depth: the policy's probes computed that deep
+        policy = dataclasses.replace(store.policy, probe_pairs=max(s for _, s in VARIANTS))
+        src = conn.execute("SELECT pg_get_functiondef(%s::regprocedure)", [_SINGLE]).fetchone()
+        conn.execute("CREATE SCHEMA IF NOT EXISTS simhash_lab")
+        conn.execute(_scratch_copy(src[0]))  # type: ignore[index]
+        conn.commit()
+        try:
+            for label, texts in sets.items():
+                _measure(store, policy, label, texts, rounds)
+        finally:
+            conn.rollback()
+            conn.execute("DROP SCHEMA simhash_lab CASCADE")
+            conn.commit()
+
+
+def _measure(store: SimhashStore, policy: object, label: str, texts: list[str],
+             rounds: int) -> None:
+    conn, cap = store.connection, max(store.k, store.policy.probe_cap)
+    qargs = []
+    for t in texts:
+        fp, vt = text_and_vtext(store.fingerprinter, t, policy)  # type: ignore[arg-type]
+        if vt is not None and vt.probes is not None and store.policy.probes_pairs(vt.text):
+            qargs.append((to_signed(fp), vt.probes))
+    ms: dict[tuple[int, int], list[float]] = {v: [] for v in VARIANTS}
+    rows = dict.fromkeys(VARIANTS, 0)
+    for r in range(rounds + 1):  # the first round warms
+        for n, (fp, probes) in enumerate(qargs):
+            for lead, second in VARIANTS[n % 4:] + VARIANTS[:n % 4]:
+                args = [fp, *(int_array(p[:second]) for p in probes), cap, lead]
+                t0 = time.perf_counter()
+                got = conn.execute(_CALL, args, prepare=True).fetchall()
+                if r:
+                    ms[lead, second].append(time.perf_counter() - t0)
+                    rows[lead, second] += len(got)
+    base = statistics.median(ms[VARIANTS[0]])
+    click.echo(f"{label}: {len(qargs)} pair-probed queries x {rounds} rounds")
+    for v in VARIANTS:
+        p50 = statistics.median(ms[v])
+        click.echo(f"  leading {v[0]:>2}, second {v[1]:>2}: probes-only call p50 "
+                   f"{p50 * 1000:.3f} ms ({p50 / base:.2f}x), rows within the cap "
+                   f"{rows[v] / rounds:.0f}")
+
+
+if __name__ == "__main__":
+    main()
