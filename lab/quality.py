@@ -482,7 +482,7 @@ class Rule:
         """The row name: the store's verify mode (see :func:`simhash_pg.verify.accept`)."""
         if self.long_verify and self.probe_t is not None:
             name = (f"simhash-pg verify=all probes T={self.probe_t} cap {self.probe_cap}"
-                    f" (long texts: pairs of {V.PROBE_PAIRS})")
+                    f" (long texts: pairs of {V.PROBE_PAIRS}, {V.PROBE_LEAD} leading)")
         elif self.long_verify:
             name = f"simhash-pg verify=all k={self.long_k}"
         elif self.short_verify:
@@ -568,7 +568,7 @@ def decide(
 
 def probe_hits(
     ps: PairSet, scheme: Any = None, t: int = V.PROBE_T, workers: int | None = None,
-    pairs: int | None = V.PROBE_PAIRS,
+    pairs: int | None = V.PROBE_PAIRS, lead: int | None = V.PROBE_LEAD,
 ) -> npt.NDArray[np.bool_]:
     """Whether ``a``'s probes reach ``b``'s fingerprint (before the cap), as the store
     searches (:func:`simhash_pg.text.probes.probe_hits`).
@@ -577,12 +577,13 @@ def probe_hits(
     (``Fingerprinter.fingerprint_many_probes``), fewer where ``a``'s keys take
     part of the look-up budget (``VerifyPolicy.probe_count``); a long text
     probes ``pairs`` values per block by pairs of blocks (``VerifyPolicy.probes_pairs``;
-    None: single blocks, a store made before revision 0019).
+    None: single blocks, a store made before revision 0019), the first ``lead`` of
+    block i's leading each pair (None: all, a store made before revision 0024).
     """
     from simhash_pg.bits import blocks_array
     from simhash_pg.text.probes import probe_hits as reach
 
-    policy = V.VerifyPolicy("all", probe_t=t, probe_pairs=pairs)
+    policy = V.VerifyPolicy("all", probe_t=t, probe_pairs=pairs, probe_lead=lead)
     fper = Fingerprinter(scheme)
     ids = sorted(ps.texts)
     got = fper.fingerprint_many_probes([ps.texts[i] for i in ids], V.alnum_only,
@@ -601,7 +602,7 @@ def probe_hits(
         pa, fa, fb = probes[a], fps[a], fps[b]
         if pa is None or fa is None or fb is None:
             continue
-        out[n] = bool(reach(fa, pa, blocks_array([fb]), pairs=by_pairs[a])[0])
+        out[n] = bool(reach(fa, pa, blocks_array([fb]), pairs=by_pairs[a], lead=lead)[0])
     return out
 
 

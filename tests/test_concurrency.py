@@ -497,13 +497,13 @@ def test_probed_text_add_takes_no_store_wide_exclusive_lock(
     assert not [c for c, o, m in held if c == KEY_LOCK]
     blocks = {(c, o) for c, o, m in held if LOCK_BASE <= c < LOCK_BASE + 4}
     # a title: the probe values the look-up budget leaves beside its keys, 48
-    # in all (its many keys leave fewer than T = 8); a long text: its 32 pair
-    # probes' leading values per block (a row a pair reaches has its block
-    # among them), which the budget does not trim
+    # in all (its many keys leave fewer than T = 8); a long text: its pair
+    # probes' leading values per block, the first 12 (revision 0024; a row a
+    # pair reaches has its block among them), which the budget does not trim
     t = (max(1, min(store.policy.probe_t or 1, (48 - len(values)) // 4)) if title
-         else store.policy.probe_pairs or 0)
+         else store.policy.probe_lead or 0)
     assert not title or (t < (store.policy.probe_t or 1) and 4 * t + len(values) <= 48)
-    assert title or (len(values), t) == (8, 32)
+    assert title or (len(values), t) == (8, 12)
     probes = tuple(p[:t] for p in probes)
     k1, k2 = probe_lock_keys([fp], [probes])
     # advisory objid is the key2 int4 as an unsigned oid

@@ -471,73 +471,88 @@ def test_the_store_passes_probes_as_the_array_the_sql_expects(
 # -- pairs of blocks (revision 0019) ---------------------------------------------
 
 
-def pair_matches(fp: int, probes: Probes, cap: int, stored_fp: int) -> bool:
+def pair_matches(fp: int, probes: Probes, cap: int, stored_fp: int,
+                 lead: int | None = None) -> bool:
     """The pair form's promise, written out: for some cyclic i, block i among the
-    probes or the query's own, block i + 1 among the probes, the query's own or
-    one bit from it; within cap."""
+    first ``lead`` probes (all: None; revision 0024) or the query's own, block
+    i + 1 among the probes, the query's own or one bit from it; within cap."""
     q, s = blocks(fp), blocks(stored_fp)
+    leading = [p if lead is None else p[:lead] for p in probes]
 
     def near1(a: int, b: int) -> bool:
         return ((a + 32768) ^ (b + 32768)).bit_count() <= 1
 
     return hamming(fp, stored_fp) <= cap and any(
-        (s[i] in probes[i] or s[i] == q[i])
+        (s[i] in leading[i] or s[i] == q[i])
         and (s[(i + 1) % 4] in probes[(i + 1) % 4] or near1(s[(i + 1) % 4], q[(i + 1) % 4]))
         for i in range(4))
 
 
 def sql_candidates(pg: psycopg.Connection, fp: int, probes: Probes, cap: int,
-                   pairs: bool) -> list[tuple[int, int]]:
+                   pairs: bool, lead: int | None = None) -> list[tuple[int, int]]:
+    # without lead: revision 0019's form (every value leads), else 0024's
     got = pg.execute(
         "SELECT id, distance FROM simhash_near_probes_candidates(%s, %s::smallint[],"
-        " %s::smallint[], %s::smallint[], %s::smallint[], %s, NULL, NULL, NULL, 0, %s)",
-        [to_signed(fp), *[[v for v in p if v is not None] for p in probes], cap, pairs],
+        " %s::smallint[], %s::smallint[], %s::smallint[], %s, NULL, NULL, NULL, 0, %s"
+        + (")" if lead is None else ", %s)"),
+        [to_signed(fp), *[[v for v in p if v is not None] for p in probes], cap, pairs,
+         *([] if lead is None else [lead])],
     ).fetchall()
     return [(r[0], r[1]) for r in got]
 
 
 def sql_candidates_many(pg: psycopg.Connection, fps: list[int], probes: list[Probes],
-                        caps: list[int], pairs: list[bool]) -> list[list[tuple[int, int]]]:
+                        caps: list[int], pairs: list[bool],
+                        lead: int | None = None) -> list[list[tuple[int, int]]]:
     out: list[list[tuple[int, int]]] = [[] for _ in fps]
     for q, id_, dist in pg.execute(
         "SELECT query, id, distance FROM simhash_near_probes_candidates(%s::bigint[],"
-        " %s::smallint[], %s::integer[], NULL, NULL, NULL, 0, %s::boolean[])",
-        [[to_signed(f) for f in fps], packed(probes), caps, pairs],
+        " %s::smallint[], %s::integer[], NULL, NULL, NULL, 0, %s::boolean[]"
+        + (")" if lead is None else ", %s::integer)"),
+        [[to_signed(f) for f in fps], packed(probes), caps, pairs,
+         *([] if lead is None else [lead])],
     ):
         out[q - 1].append((id_, dist))
     return out
 
 
-@given(planted(), st.lists(st.booleans(), min_size=7, max_size=7))
+@given(planted(), st.lists(st.booleans(), min_size=7, max_size=7),
+       st.one_of(st.none(), st.integers(0, 8)))
 # found by this test: the one-bit flips of a block above 32767 overflowed smallint
 # (an operator precedence slip in simhash_block_near1)
 @example(([Row(MAX_FINGERPRINT), Row(MAX_FINGERPRINT ^ 1 << 63), Row(0)], [MAX_FINGERPRINT],
-          [[[], [], [], []]], [3]), [True])
+          [[[], [], [], []]], [3]), [True], None)
+# revision 0024's leading count: none but the own value leads, an empty list
+@example(([Row(MAX_FINGERPRINT), Row(MAX_FINGERPRINT ^ 1 << 63), Row(0)], [MAX_FINGERPRINT],
+          [[[], [5], [], []]], [3]), [True], 0)
 @HYPO
 def test_pair_probes_equal_brute_force(
     pg: psycopg.Connection, case: tuple[list[Row], list[int], list[Probes], list[int]],
-    pairs: list[bool],
+    pairs: list[bool], lead: int | None,
 ) -> None:
     """The pair form (single query and batch, mixed with single-block queries)
     returns what its promise says, which probes.probe_hits (the batch's own rows,
-    the eval's model) computes too; every row within min(3, cap) is among them."""
+    the eval's model) computes too; every row within min(3, cap) is among them.
+    With ``lead`` (revision 0024) only the first ``lead`` values of block i lead a
+    pair; without it, the forms of revision 0019 (every value leads)."""
     rows, queries, probes, caps = case
     load(pg, rows)
     table = blocks_array([r.fp for r in rows])
     want_all = []
     for fp, p, cap, pair in zip(queries, probes, caps, pairs, strict=True):
-        spec = matches if not pair else pair_matches
         want = sorted((hamming(fp, r.fp), i + 1) for i, r in enumerate(rows)
-                      if spec(fp, p, cap, r.fp))
+                      if (pair_matches(fp, p, cap, r.fp, lead) if pair
+                          else matches(fp, p, cap, r.fp)))
         want_all.append([(i, d) for d, i in want])
-        hits = probe_hits(fp, [[v for v in b if v is not None] for b in p], table, pairs=pair)
+        hits = probe_hits(fp, [[v for v in b if v is not None] for b in p], table, pairs=pair,
+                          lead=lead)
         dist = np.array([hamming(fp, r.fp) for r in rows])
         assert sorted(np.nonzero(hits & (dist <= cap))[0] + 1) == sorted(i for _, i in want)
         if pair:
             found = {j for _, j in want}
             assert all(int(i) + 1 in found for i in np.nonzero(dist <= min(3, cap))[0])
-        assert sql_candidates(pg, fp, p, cap, pair) == want_all[-1], (fp, p, cap, pair)
-    assert sql_candidates_many(pg, queries, probes, caps, pairs) == want_all
+        assert sql_candidates(pg, fp, p, cap, pair, lead) == want_all[-1], (fp, p, cap, pair)
+    assert sql_candidates_many(pg, queries, probes, caps, pairs, lead) == want_all
 
 
 def test_pair_form_searches_by_both_blocks(pg: psycopg.Connection) -> None:

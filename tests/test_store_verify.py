@@ -33,6 +33,7 @@ from simhash_pg.text.signatures import (
 )
 from simhash_pg.verify import (
     PROBE_CAP,
+    PROBE_LEAD,
     PROBE_PAIRS,
     PROBE_T,
     SHORT_K,
@@ -138,9 +139,10 @@ def brute_near(store: SimhashStore, text: str, k: int) -> list[tuple[int, int]]:
     def reached(sb: tuple[int, ...]) -> bool:
         if not pairs:
             return any(b in p for b, p in zip(sb, probes, strict=True))
-        # block i among the probes or the own value, block i + 1 among the
-        # probes, the own value or one bit from it
-        return any((sb[i] in probes[i] or sb[i] == own[i])
+        # block i among its leading probes (revision 0024) or the own value,
+        # block i + 1 among the probes, the own value or one bit from it
+        lead = store.policy.probe_lead
+        return any((sb[i] in probes[i][:lead] or sb[i] == own[i])
                    and (sb[(i + 1) % 4] in probes[(i + 1) % 4]
                         or ((sb[(i + 1) % 4] ^ own[(i + 1) % 4]) & 0xFFFF).bit_count() <= 1)
                    for i in range(4))
@@ -499,7 +501,7 @@ def test_probes_are_recorded_and_read_back(pg_dsn: str) -> None:
         with SimhashStore(pg_dsn) as store:
             assert (store.policy.probe_t, store.policy.probe_cap) == (PROBE_T, PROBE_CAP)
         assert conn.execute(get).fetchone() == (
-            {"t": PROBE_T, "cap": PROBE_CAP, "pairs": PROBE_PAIRS},)
+            {"t": PROBE_T, "cap": PROBE_CAP, "pairs": PROBE_PAIRS, "lead": PROBE_LEAD},)
         try:
             # a recorded budget is what every client probes with
             conn.execute("UPDATE simhash_meta SET value = %s WHERE name = 'probes'",
@@ -512,15 +514,24 @@ def test_probes_are_recorded_and_read_back(pg_dsn: str) -> None:
                          [Jsonb({"t": 5, "cap": 12, "pairs": 3})])
             with SimhashStore(pg_dsn) as store:
                 assert store.policy.probe_pairs == 3
+                # a record made before revision 0024: every pair value leads
+                assert store.policy.probe_lead is None
+            conn.execute("UPDATE simhash_meta SET value = %s WHERE name = 'probes'",
+                         [Jsonb({"t": 5, "cap": 12, "pairs": 9, "lead": 2})])
+            with SimhashStore(pg_dsn) as store:
+                assert (store.policy.probe_pairs, store.policy.probe_lead) == (9, 2)
             for bad in ({"t": 0, "cap": 13}, {"t": 11, "cap": 65}, {"t": 11}, [11, 13],
-                        {"t": 8, "cap": 13, "pairs": 0}, {"t": 8, "cap": 13, "pairs": True}):
+                        {"t": 8, "cap": 13, "pairs": 0}, {"t": 8, "cap": 13, "pairs": True},
+                        {"t": 8, "cap": 13, "pairs": 64, "lead": -1},
+                        {"t": 8, "cap": 13, "pairs": 64, "lead": "12"}):
                 conn.execute("UPDATE simhash_meta SET value = %s WHERE name = 'probes'",
                              [Jsonb(bad)])
                 with pytest.raises(SchemaVersionError, match="records probes"):
                     SimhashStore(pg_dsn)
         finally:
             conn.execute("UPDATE simhash_meta SET value = %s WHERE name = 'probes'",
-                         [Jsonb({"t": PROBE_T, "cap": PROBE_CAP, "pairs": PROBE_PAIRS})])
+                         [Jsonb({"t": PROBE_T, "cap": PROBE_CAP, "pairs": PROBE_PAIRS,
+                                 "lead": PROBE_LEAD})])
 
 
 def test_the_rule_version_is_recorded_and_old_stores_keep_1(pg_dsn: str) -> None:

@@ -92,7 +92,7 @@ def _args(fp: int, vt: Any, k: int, policy: Any) -> list[Any] | None:
     ia = int_array
     return [fp, *map(ia, vt.probes), max(k, policy.probe_cap), vt.sig,
             ia(hashes) if hashes else None, ia(minhash) if minhash else None, MINHASH_CAP,
-            policy.probes_pairs(vt.text)]
+            policy.probes_pairs(vt.text), policy.probe_lead]
 
 
 if __name__ == "__main__":

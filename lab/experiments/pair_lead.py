@@ -18,8 +18,9 @@ It copies the store's single-query candidates function into a scratch schema
 to its first L values, then times the probes-only call (no keys: the second
 step of an add, the probe part of a near()) of the same queries for each
 (L, S), interleaved and rotated query by query. The queries are edited copies
-of stored corpus texts (as bench scale asks) and unstored corpus texts. The
-copy's (32, 32) is today's function.
+of stored corpus texts (as bench scale asks) and new texts (lines of several
+corpus texts, as bench day adds them). The copy's (32, 32) is revision
+0019's function.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import time
+from itertools import islice
 
 import click
 
+from lab.bench import day_texts
 from lab.bench import text as bench_text
 from simhash_pg import SimhashStore
 from simhash_pg.bits import to_signed
@@ -63,11 +66,24 @@ def _scratch_copy(src: str) -> str:
               help="Corpus texts the bench store holds (bench scale's default).")
 @click.option("--queries", default=300, show_default=True)
 @click.option("--rounds", default=2, show_default=True)
-def main(dsn: str, corpus: tuple[str, ...], stored: int, queries: int, rounds: int) -> None:
+@click.option("--end-to-end", is_flag=True,
+              help="Instead: near() and add() (rolled back) under the store's policy and "
+                   "under revision 0019's (32 values, every one leading), alternating per "
+                   "text, on a store at revision 0024 or later.")
+def main(dsn: str, corpus: tuple[str, ...], stored: int, queries: int, rounds: int,
+         end_to_end: bool) -> None:
     real = bench_text.read_corpus(corpus, 1)
-    bench_text._STORED[:] = real[:stored]
+    bench_text._STORED[:], bench_text._HELD[:] = real[:stored], real[stored:]
+    # new texts as bench day adds them: lines of several corpus texts (their keys
+    # meet rows the rule rejects, so an add takes both steps); the held-back corpus
+    # texts themselves are no use, since bench scale's adds store them
     sets = {"edited copies": bench_text.make_queries(1, [], queries),
-            "unstored texts": real[stored:stored + queries]}
+            "new texts": list(islice(day_texts._texts(7, 0.0), queries))}
+    if end_to_end:
+        with SimhashStore(dsn, migrate=False) as store:
+            for label, texts in sets.items():
+                _end_to_end(store, label, texts, rounds)
+        return
     with SimhashStore(dsn, migrate=False) as store:
         conn = store.connection
         # the second list's depth: the policy's probes computed that deep
@@ -111,6 +127,49 @@ def _measure(store: SimhashStore, policy: object, label: str, texts: list[str],
         click.echo(f"  leading {v[0]:>2}, second {v[1]:>2}: probes-only call p50 "
                    f"{p50 * 1000:.3f} ms ({p50 / base:.2f}x), rows within the cap "
                    f"{rows[v] / rounds:.0f}")
+
+
+def _end_to_end(store: SimhashStore, label: str, texts: list[str], rounds: int) -> None:
+    """near() and add() of each text under both policies, alternating, the add rolled
+    back (its locks, look-ups and write, not its commit): the store is unchanged."""
+    policies = {"0024 (leading 12 of 64)": store.policy,
+                "0019 (32, all leading)": dataclasses.replace(
+                    store.policy, probe_pairs=32, probe_lead=None)}
+    near: dict[str, list[float]] = {p: [] for p in policies}
+    add: dict[str, list[float]] = {p: [] for p in policies}
+    differ = 0
+    conn = store.connection
+    names = list(policies)
+    for r in range(rounds + 1):  # the first round warms
+        for n, text in enumerate(texts):
+            found = {}
+            for name in names[n % 2:] + names[:n % 2]:
+                store.policy = policies[name]
+                t0 = time.perf_counter()
+                got = store.near(text)
+                t1 = time.perf_counter()
+                with conn.transaction(force_rollback=True):
+                    t2 = time.perf_counter()
+                    res = store.add(text)
+                    t3 = time.perf_counter()
+                found[name] = (bool(got), res.inserted)
+                if r:
+                    near[name].append(t1 - t0)
+                    add[name].append(t3 - t2)
+            differ += r > 0 and len(set(found.values())) > 1
+    store.policy = policies[names[0]]
+    click.echo(f"{label}: {len(texts)} texts x {rounds} rounds, alternating")
+    base_n, base_a = (statistics.median(near[names[1]]), statistics.median(add[names[1]]))
+    for name in names:
+        pn, pa = statistics.median(near[name]), statistics.median(add[name])
+        click.echo(f"  {name}: near() p50 {pn * 1000:.2f} ms ({pn / base_n:.2f}x), p99 "
+                   f"{_p99(near[name]) * 1000:.2f}; add() p50 {pa * 1000:.2f} ms "
+                   f"({pa / base_a:.2f}x), p99 {_p99(add[name]) * 1000:.2f}")
+    click.echo(f"  texts whose near() found / add() stored differed: {differ}")
+
+
+def _p99(xs: list[float]) -> float:
+    return sorted(xs)[min(len(xs) - 1, int(0.99 * len(xs)))]
 
 
 if __name__ == "__main__":

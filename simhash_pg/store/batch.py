@@ -140,7 +140,7 @@ def add_batch(conn: psycopg.Connection[Any], p: Prepared, o: BatchOptions) -> li
             if o.policy.probe_budget(v.text, o.k) is None:
                 radius = max(radius, o.policy.radius(v.text, o.k))
             elif o.probe_locks:
-                probes.append(v.probes)
+                probes.append(o.policy.lock_probes(v))
                 if o.policy.signature:
                     sigs += locking.sentence_lock_values(v)
     # lock=False (a benchmark's comparison) leaves out the near-duplicate
@@ -296,7 +296,8 @@ def _in_batch(index: BatchIndex, fp: int, vt: VText, o: BatchOptions, *,
     if probed:  # the rows the database would return to the same query's probes
         assert vt.probes is not None
         hits = index.probed(fp, OWN_ONLY if first_step else vt.probes,
-                            max(o.k, o.policy.probe_cap), pairs=o.policy.probes_pairs(vt.text))
+                            max(o.k, o.policy.probe_cap), pairs=o.policy.probes_pairs(vt.text),
+                            lead=o.policy.probe_lead)
     else:
         hits = index.within(fp, o.policy.radius(vt.text, o.k))
     if o.policy.signature and (vt.sig is not None or vt.hashes):

@@ -133,10 +133,12 @@ class BatchIndex:
         return [(int(p), int(d[p])) for p in ok]
 
     def probed(
-        self, fp: int, probes: Sequence[Sequence[int]], cap: int, *, pairs: bool = False
+        self, fp: int, probes: Sequence[Sequence[int]], cap: int, *, pairs: bool = False,
+        lead: int | None = None,
     ) -> list[tuple[int, int]]:
         """(position, distance) of every row within ``cap`` that the probes reach
-        (:func:`simhash_pg.text.probes.probe_hits`, single blocks or ``pairs``).
+        (:func:`simhash_pg.text.probes.probe_hits`, single blocks or ``pairs`` led by
+        ``lead`` values).
 
         ``probes``: the smallint values of b0..b3, as ``simhash_near_probes`` takes them.
         """
@@ -144,7 +146,8 @@ class BatchIndex:
             return []
         d = self._distances(fp)
         assert self.arr is not None
-        hit = probe_hits(fp, probes, blocks_array(self.arr[: len(self.fps)]), pairs=pairs)
+        hit = probe_hits(fp, probes, blocks_array(self.arr[: len(self.fps)]), pairs=pairs,
+                         lead=lead)
         ok = np.nonzero(hit & (d <= cap))[0]
         return [(int(p), int(d[p])) for p in ok]
 

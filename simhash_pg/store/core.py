@@ -226,7 +226,8 @@ class SimhashStore(Browse):
         self.policy = VerifyPolicy(verify or opened.recorded_verify,
                                    recorded=opened.recorded_verify,
                                    probe_t=opened.probe_t, probe_cap=opened.probe_cap,
-                                   probe_pairs=opened.probe_pairs, rule=opened.rule)
+                                   probe_pairs=opened.probe_pairs,
+                                   probe_lead=opened.probe_lead, rule=opened.rule)
         self.verify: VerifyMode = self.policy.mode
         self.partition_interval: PartitionInterval = opened.partition_interval
         self.schema = opened.schema  # the PostgreSQL schema its sessions search first

@@ -66,14 +66,14 @@ _SIG = (
 # (sql/current/near_probes.sql), the same columns as _NEAR.
 _PROBES = ("SELECT * FROM simhash_near_probes_candidates("
            "%s::bigint[], %s::smallint[], %s::integer[], %s::bigint[], %s::bigint[],"
-           " %s::bigint[], %s, %s::boolean[])")
+           " %s::bigint[], %s, %s::boolean[], %s::integer)")
 # One probed query (a text near() or add()): the lean single form (revisions
 # 0014, 0015), the same rows without the query number.
 # The arrays go as text literals (int_array): psycopg's dumping of five
 # lists cost ~25 us a query, a fifth of what the single form's SQL takes.
 _PROBES_ONE = ("SELECT 1, * FROM simhash_near_probes_candidates(%s, %s::smallint[],"
                " %s::smallint[], %s::smallint[], %s::smallint[], %s, %s, %s::bigint[],"
-               " %s::bigint[], %s, %s)")
+               " %s::bigint[], %s, %s, %s::integer)")
 
 
 
@@ -192,7 +192,7 @@ def _rows(
                                    texts[i].sig if signature else None,
                                    int_array(hashes) if hashes else None,
                                    int_array(minhash) if minhash else None, MINHASH_CAP,
-                                   policy.probes_pairs(texts[i].text)]))
+                                   policy.probes_pairs(texts[i].text), policy.probe_lead]))
     elif probed:
         todo.append((_PROBES, [
             [fps[i] for i in probed],
@@ -200,7 +200,7 @@ def _rows(
             [max(k, policy.probe_cap)] * len(probed),
             [texts[i].sig for i in probed] if signature else None,
             *_key_rows([texts[i] for i in probed], signature), MINHASH_CAP,
-            [policy.probes_pairs(texts[i].text) for i in probed],
+            [policy.probes_pairs(texts[i].text) for i in probed], policy.probe_lead,
         ]))
     todo += [(_NEAR, [[fps[i] for i in pos], r]) for r, pos in groups.items()]
     if sig_pos:

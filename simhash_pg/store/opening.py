@@ -36,6 +36,7 @@ from simhash_pg.store.retention import DAYS_AHEAD, PARTITION_INTERVALS, Partitio
 from simhash_pg.verify import (
     DEFAULT_VERIFY,
     PROBE_CAP,
+    PROBE_LEAD,
     PROBE_PAIRS,
     PROBE_T,
     RULE_VERSION,
@@ -71,6 +72,7 @@ class Opened(NamedTuple):
     probe_t: int  # margin-ranked probes of long text queries under "all": values per block
     probe_cap: int  # ... and their Hamming cap
     probe_pairs: int | None  # long texts' values per block by pairs of blocks (None: single)
+    probe_lead: int | None  # ... of which the first this many lead a pair (None: all)
     rule: int  # the duplicate rule's version (simhash_pg.verify.rule.RULES)
     partition_interval: PartitionInterval = "day"  # one partition's span (revision 0013)
     schema: str = layout.DEFAULT_SCHEMA  # where the store's objects are (revision 0022)
@@ -104,7 +106,7 @@ def open_database(
         _ensure_schema(conn, resolved, do_migrate, schema)
         stored_scheme, new_store = _ensure_scheme(conn, resolved, scheme)
         recorded = _ensure_verify(conn, resolved, verify)
-        probe_t, probe_cap, probe_pairs = _ensure_probes(conn, resolved)
+        probe_t, probe_cap, probe_pairs, probe_lead = _ensure_probes(conn, resolved)
         rule = _ensure_rule(conn, resolved, new_store)
         interval = _ensure_partition_interval(conn, resolved, partition_interval)
     except BaseException:
@@ -113,7 +115,7 @@ def open_database(
     if partitions:
         _ensure_partitions(conn)
     return Opened(resolved, conn, stored_scheme, recorded, probe_t, probe_cap, probe_pairs,
-                  rule, interval, schema)
+                  probe_lead, rule, interval, schema)
 
 
 def configure_session(conn: psycopg.Connection[Any], lock_timeout: float | None,
@@ -254,37 +256,45 @@ def _ensure_verify(
     return cast(VerifyMode, value)
 
 
-def _ensure_probes(conn: psycopg.Connection[Any], dsn: str) -> tuple[int, int, int | None]:
-    """The database's probe budget, cap and pair probes ('probes': {"t": T, "cap":
-    cap, "pairs": P}; no "pairs": long texts probe single blocks, as before
-    revision 0019).
+def _ensure_probes(
+    conn: psycopg.Connection[Any], dsn: str
+) -> tuple[int, int, int | None, int | None]:
+    """The database's probe budget, cap, pair probes and pairs' leading values
+    ('probes': {"t": T, "cap": cap, "pairs": P, "lead": L}; no "pairs": long
+    texts probe single blocks, as before revision 0019; no "lead": every pair
+    value leads, as before revision 0024).
 
     Recorded like the verify mode: on first open by a role allowed to write
     (a store made before probes gets today's defaults then); a reader of a
     store without the record uses the defaults, as the first writer will
     record them. Recorded, so that every client of a store probes alike.
     """
-    default = {"t": PROBE_T, "cap": PROBE_CAP, "pairs": PROBE_PAIRS}
+    default = {"t": PROBE_T, "cap": PROBE_CAP, "pairs": PROBE_PAIRS, "lead": PROBE_LEAD}
     row = conn.execute(_GET_META, ["probes"]).fetchone()
     if row is None:
         try:
             conn.execute(_PUT_META, ["probes", Jsonb(default)])
         except psycopg.errors.InsufficientPrivilege:
-            return PROBE_T, PROBE_CAP, PROBE_PAIRS
+            return PROBE_T, PROBE_CAP, PROBE_PAIRS, PROBE_LEAD
         row = conn.execute(_GET_META, ["probes"]).fetchone()
     value = row[0] if row else default
-    t = value.get("t") if isinstance(value, dict) else None
-    cap = value.get("cap") if isinstance(value, dict) else None
-    pairs = value.get("pairs") if isinstance(value, dict) else None
-    if (not isinstance(t, int) or isinstance(t, bool) or t < 1
-            or not isinstance(cap, int) or isinstance(cap, bool) or not 0 <= cap <= 64
-            or not (pairs is None or (isinstance(pairs, int) and not isinstance(pairs, bool)
-                                      and pairs >= 1))):
+    got = value if isinstance(value, dict) else {}
+    t, cap, pairs, lead = (_int_in(got.get(n), low) for n, low in (
+        ("t", 1), ("cap", 0), ("pairs", 1), ("lead", 0)))
+    if (t is None or cap is None or cap > 64 or (pairs is None and "pairs" in got
+                                                  and got["pairs"] is not None)
+            or (lead is None and got.get("lead") is not None)):
         raise SchemaVersionError(
             f"the database at {where(dsn)} records probes {value!r}, not "
-            '{"t": an int >= 1, "cap": an int in 0..64, "pairs" (optional): an int >= 1}'
+            '{"t": an int >= 1, "cap": an int in 0..64, "pairs" (optional): an int >= 1, '
+            '"lead" (optional): an int >= 0}'
         )
-    return t, cap, pairs
+    return t, cap, pairs, lead
+
+
+def _int_in(x: object, low: int) -> int | None:
+    """``x`` if it is an int (not a bool) of at least ``low``, else None."""
+    return x if isinstance(x, int) and not isinstance(x, bool) and x >= low else None
 
 
 def _ensure_rule(conn: psycopg.Connection[Any], dsn: str, new_store: bool) -> int:

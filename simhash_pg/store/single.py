@@ -76,7 +76,8 @@ def add_verified(
         if probed and probe_locks:
             assert vt.probes is not None
             sigs = locking.sentence_lock_values(vt) if policy.signature else []
-            locking.lock_batch(conn, [fp], k, keys, dedup=dedup, probes=[vt.probes], sigs=sigs)
+            locking.lock_batch(conn, [fp], k, keys, dedup=dedup,
+                               probes=[policy.lock_probes(vt)], sigs=sigs)
         elif probed:
             locking.lock_batch(conn, [fp], k, keys, dedup=dedup)
         else:

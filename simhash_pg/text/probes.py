@@ -180,6 +180,7 @@ def probe_meets(
     *,
     query_fp: int | None = None,
     pairs: bool = False,
+    lead: int | None = None,
 ) -> npt.NDArray[np.bool_]:
     """Where a text query's probes meet rows, before its Hamming cap: an ``(n, 4)``
     array, the rule ``simhash_near_probes_candidates`` searches by
@@ -192,7 +193,9 @@ def probe_meets(
     of blocks ``i`` and ``i + 1`` (cyclic): block ``i`` among its probes or the
     query's own value, and block ``i + 1`` among its probes, the query's own
     value or a one-bit flip of it; so every row within 3 bits meets whatever
-    the probes (the pair lemma).
+    the probes (the pair lemma). ``lead`` (revision 0024): only the first
+    ``lead`` of block ``i``'s probes lead its pair (its own value always does);
+    None: all of them.
     """
     if len(probes) != BLOCKS:
         raise ValueError(f"expected the probe values of {BLOCKS} blocks, got {len(probes)}")
@@ -203,12 +206,15 @@ def probe_meets(
     if query_fp is None:
         raise ValueError("pair probes need the query's fingerprint (its own block values)")
     own = raw_blocks(check_fingerprint(query_fp))
-    lead = single | (blocks == np.asarray(own, dtype=np.int64) - BLOCK_OFFSET)
+    leading = single if lead is None else np.stack(
+        [np.isin(blocks[:, i], np.asarray(probes[i][:lead], dtype=np.int64))
+         for i in range(BLOCKS)], axis=1)
+    leading = leading | (blocks == np.asarray(own, dtype=np.int64) - BLOCK_OFFSET)
     flips = (0, *(1 << j for j in range(16)))
     second = single | np.stack(
         [np.isin(blocks[:, i], np.asarray([(own[i] ^ m) - BLOCK_OFFSET for m in flips],
                                           dtype=np.int64)) for i in range(BLOCKS)], axis=1)
-    met: npt.NDArray[np.bool_] = lead & np.roll(second, -1, axis=1)
+    met: npt.NDArray[np.bool_] = leading & np.roll(second, -1, axis=1)
     return met
 
 
@@ -218,15 +224,16 @@ def probe_hits(
     blocks: npt.NDArray[np.int64],
     *,
     pairs: bool = False,
+    lead: int | None = None,
 ) -> npt.NDArray[np.bool_]:
     """Which rows a text query's probes reach, before its Hamming cap (:func:`probe_meets`)."""
-    return np.asarray(probe_meets(probes, blocks, query_fp=query_fp, pairs=pairs).any(axis=1),
-                      dtype=bool)
+    met = probe_meets(probes, blocks, query_fp=query_fp, pairs=pairs, lead=lead)
+    return np.asarray(met.any(axis=1), dtype=bool)
 
 
 def probes_meet(
     probes: Sequence[Sequence[int]], fingerprint: int, *, query_fp: int | None = None,
-    pairs: bool = False,
+    pairs: bool = False, lead: int | None = None,
 ) -> list[int]:
     """Where a stored fingerprint meets a query's probes (:func:`probe_meets`): the
     blocks, or with ``pairs`` the first block of each pair, in block order. A row
@@ -234,5 +241,5 @@ def probes_meet(
     the cap); :mod:`simhash_pg.verify.evidence` explains a look-up with it.
     """
     row = np.asarray([blocks(fingerprint)], dtype=np.int64)
-    met = probe_meets(probes, row, query_fp=query_fp, pairs=pairs)[0]
+    met = probe_meets(probes, row, query_fp=query_fp, pairs=pairs, lead=lead)[0]
     return [i for i in range(BLOCKS) if met[i]]

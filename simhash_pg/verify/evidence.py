@@ -200,7 +200,7 @@ def explain_pair(
         pairs = policy.probes_pairs(vt.text)
         if vt.probes is not None:
             probe_blocks = probes_meet(vt.probes, row.fingerprint, query_fp=query.fingerprint,
-                                       pairs=pairs)
+                                       pairs=pairs, lead=policy.probe_lead)
             met = bool(probe_blocks)
         else:  # a stored query: its own block values are always among its probes
             met = bool(probes_meet([[v] for v in own], row.fingerprint,

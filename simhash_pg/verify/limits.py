@@ -19,6 +19,7 @@ __all__ = [
     "LONG_K",
     "LOOKUP_BUDGET",
     "PROBE_CAP",
+    "PROBE_LEAD",
     "PROBE_PAIRS",
     "PROBE_T",
     "SHORT_K",
@@ -47,9 +48,14 @@ LONG_K: Final = 11
 PROBE_T: Final = 8
 PROBE_CAP: Final = 13
 # Since revision 0019 a long text (no title keys) probes pairs of blocks, this
-# many values per block (simhash_pg.text.probes.probe_meets; why 32, and what 16
-# loses: docs/design.md, "Probe forms").
-PROBE_PAIRS: Final = 32
+# many values per block (simhash_pg.text.probes.probe_meets; docs/design.md,
+# "Probe forms"): 32 until revision 0024, 64 since. Since 0024 only the first
+# PROBE_LEAD of block i's values lead a pair (the btree reads the pages under
+# each leading value; block i+1's values cost little): 12 leading of 64 kept
+# recall where 8 or 16 of 32 did not, at 0.56-0.58x the probes' cost at 10M
+# rows (docs/scaling.md, "Pairs led by fewer values").
+PROBE_PAIRS: Final = 64
+PROBE_LEAD: Final = 12
 # What one probed text query may look up: its key look-ups first (signature,
 # sentence hashes, a title's keys: exact and specific), and the probes get the
 # rest, 4 per value of T (one per block), at least the own block values. A

@@ -49,6 +49,7 @@ from simhash_pg.verify.limits import (
     LONG_K,
     LOOKUP_BUDGET,
     PROBE_CAP,
+    PROBE_LEAD,
     PROBE_PAIRS,
     PROBE_T,
     SHORT_K,
@@ -116,6 +117,8 @@ class VerifyPolicy:
     probe_t: int | None = PROBE_T
     probe_cap: int = PROBE_CAP
     probe_pairs: int | None = PROBE_PAIRS
+    # how many of block i's pair values lead a pair (None: all; revision 0024)
+    probe_lead: int | None = PROBE_LEAD
     rule: int = RULE_VERSION
     keep: VerifyMode = field(init=False)
     # what the mode does, and the rule's version: looked up once (per candidate
@@ -139,6 +142,9 @@ class VerifyPolicy:
         pp = self.probe_pairs
         if pp is not None and (isinstance(pp, bool) or not isinstance(pp, int) or pp < 1):
             raise ValueError(f"the pair probes must be None or an int >= 1, got {pp!r}")
+        lead = self.probe_lead
+        if lead is not None and (isinstance(lead, bool) or not isinstance(lead, int) or lead < 0):
+            raise ValueError(f"the pairs' leading values must be None or an int >= 0, got {lead!r}")
         if isinstance(self.rule, bool) or self.rule not in RULES:
             raise ValueError(f"the rule version must be one of {RULES}, got {self.rule!r}")
         object.__setattr__(self, "text_rule", TEXT_RULES[self.rule])
@@ -213,6 +219,18 @@ class VerifyPolicy:
         t = (self.probe_pairs if self.probe_pairs is not None and self.probes_pairs(vt.text)
              else self.probe_count(vt.sig, vt.hashes))
         return vt._replace(probes=(probes[0][:t], probes[1][:t], probes[2][:t], probes[3][:t]))
+
+
+    def lock_probes(self, vt: VText) -> tuple[list[int], ...]:
+        """The probe values an add of this text locks (simhash_pg.store.locking): a
+        pair-probed text's leading values, the first :attr:`probe_lead` of each
+        block (its own value first), since a row its pairs reach has block i among
+        them; else all its probes."""
+        assert vt.probes is not None
+        if self.probe_lead is None or not self.probes_pairs(vt.text):
+            return tuple(vt.probes)
+        n = max(1, self.probe_lead)  # the own value leads even at 0
+        return tuple(p[:n] for p in vt.probes)
 
     # -- what a mode needs of a text ------------------------------------------
     @property

@@ -105,26 +105,30 @@ $$;
 -- entries of an unprobed b_(i+1) before the visibility-map check and the
 -- Hamming filter, and the cost no longer grows with the rows under a block
 -- value (docs/scaling.md, "Text queries at scale"). NULL pairs: every query by
--- single blocks.
+-- single blocks. lead (revision 0024): a pair's block i takes only the first
+-- lead of its values (and its own), block i+1 all of them; NULL: all lead.
 CREATE OR REPLACE FUNCTION simhash_probe_matches(
-    fps bigint[], probes smallint[], caps integer[], pairs boolean[]
+    fps bigint[], probes smallint[], caps integer[], pairs boolean[],
+    lead integer
 )
 RETURNS TABLE (query integer, fingerprint bigint)
 LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
     WITH q AS MATERIALIZED (
         SELECT x.ord::integer AS ord, x.fp, caps[x.ord] AS cap,
                coalesce(pairs[x.ord], false) AS pair,
+               coalesce(lead, array_upper(probes, 3)) AS n_lead,
                probes[x.ord:x.ord][1:1] AS p0, probes[x.ord:x.ord][2:2] AS p1,
                probes[x.ord:x.ord][3:3] AS p2, probes[x.ord:x.ord][4:4] AS p3
         FROM unnest(fps) WITH ORDINALITY AS x (fp, ord)
     ), qp AS MATERIALIZED (
-        -- a pair query's leading values (its probes and its own value) and
-        -- second values (its probes, its own value and its one-bit flips)
+        -- a pair query's leading values (its first lead probes, all with NULL
+        -- lead, and its own value) and second values (its probes, its own value
+        -- and its one-bit flips)
         SELECT q.ord, q.fp, q.cap,
-               array(SELECT unnest(q.p0)) || simhash_block(q.fp, 0) AS a0,
-               array(SELECT unnest(q.p1)) || simhash_block(q.fp, 1) AS a1,
-               array(SELECT unnest(q.p2)) || simhash_block(q.fp, 2) AS a2,
-               array(SELECT unnest(q.p3)) || simhash_block(q.fp, 3) AS a3,
+               array(SELECT unnest(q.p0[1:1][1:1][1:q.n_lead])) || simhash_block(q.fp, 0) AS a0,
+               array(SELECT unnest(q.p1[1:1][1:1][1:q.n_lead])) || simhash_block(q.fp, 1) AS a1,
+               array(SELECT unnest(q.p2[1:1][1:1][1:q.n_lead])) || simhash_block(q.fp, 2) AS a2,
+               array(SELECT unnest(q.p3[1:1][1:1][1:q.n_lead])) || simhash_block(q.fp, 3) AS a3,
                array(SELECT unnest(q.p0)) || simhash_block_near1(q.fp, 0) AS s0,
                array(SELECT unnest(q.p1)) || simhash_block_near1(q.fp, 1) AS s1,
                array(SELECT unnest(q.p2)) || simhash_block_near1(q.fp, 2) AS s2,
@@ -170,6 +174,15 @@ LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
     FROM qp q JOIN simhash_documents c
       ON c.b3 = ANY (q.a3) AND c.b0 = ANY (q.s0)
      AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
+$$;
+
+-- Pairs led by every value (revision 0019's arguments).
+CREATE OR REPLACE FUNCTION simhash_probe_matches(
+    fps bigint[], probes smallint[], caps integer[], pairs boolean[]
+)
+RETURNS TABLE (query integer, fingerprint bigint)
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
+    SELECT * FROM simhash_probe_matches(fps, probes, caps, pairs, NULL::integer)
 $$;
 
 -- Every query by single blocks (revision 0009's arguments).
@@ -268,7 +281,7 @@ $$;
 -- of its article, and the far ones would only be read and rejected.
 CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
     fps bigint[], probes smallint[], caps integer[], sigs bigint[], hashes bigint[],
-    minhash bigint[], minhash_cap integer, pairs boolean[]
+    minhash bigint[], minhash_cap integer, pairs boolean[], lead integer
 )
 RETURNS TABLE (query integer, id bigint, key text, distance integer, meta jsonb,
                verify_text text, sentence_sig bigint, sentence_hashes bigint[],
@@ -312,6 +325,10 @@ BEGIN
         RAISE EXCEPTION 'simhash: one pairs flag (or NULL) per fingerprint: % fingerprint(s), '
             'pairs %', cardinality(fps), array_dims(pairs) USING ERRCODE = '22023';
     END IF;
+    IF lead < 0 THEN
+        RAISE EXCEPTION 'simhash: lead must be NULL (every pair value leads) or >= 0, got %',
+            lead USING ERRCODE = '22023';
+    END IF;
     SELECT (u.value->>'max_id')::bigint, (u.value->>'stored_until')::timestamptz
     INTO v_lost_max, v_lost_until
     FROM simhash_meta u WHERE u.name = 'unverified_rows';
@@ -321,7 +338,7 @@ BEGIN
                d.meta, d.verify_text, d.sentence_sig, d.sentence_hashes,
                coalesce(d.verify_text IS NULL AND d.id <= v_lost_max
                         AND d.created_at <= v_lost_until, false) AS text_lost
-        FROM simhash_probe_matches(fps, probes, caps, pairs) AS m
+        FROM simhash_probe_matches(fps, probes, caps, pairs, lead) AS m
         JOIN simhash_documents d
           ON d.b0 = simhash_block(m.fingerprint, 0) AND d.b1 = simhash_block(m.fingerprint, 1)
          AND d.fingerprint = m.fingerprint
@@ -361,6 +378,21 @@ BEGIN
     WHERE NOT EXISTS (SELECT 1 FROM near n WHERE n.query = k.query AND n.id = k.id)
     ORDER BY 1, 4, 2;
 END
+$$;
+
+-- The batch form with pairs led by every value (revision 0019's arguments).
+CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
+    fps bigint[], probes smallint[], caps integer[], sigs bigint[], hashes bigint[],
+    minhash bigint[], minhash_cap integer, pairs boolean[]
+)
+RETURNS TABLE (query integer, id bigint, key text, distance integer, meta jsonb,
+               verify_text text, sentence_sig bigint, sentence_hashes bigint[],
+               text_lost boolean)
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
+    SELECT c.*
+    FROM simhash_near_probes_candidates(fps, probes, caps, sigs, hashes, minhash, minhash_cap,
+                                        pairs, NULL::integer) AS c
+    ORDER BY 1, 4, 2
 $$;
 
 -- The batch form by single blocks only (revision 0016's arguments and columns).
@@ -410,10 +442,13 @@ $$;
 -- sentence_sig equals sig (NULL: none), the rows simhash_sentence_matches
 -- finds for hashes, and those it finds for minhash within minhash_cap bits,
 -- each once, with what the store's verification reads; nearest first, ties
--- by id.
+-- by id. With pairs, a pair's block i takes only the first lead of its
+-- values (and its own value), block i+1 all of them (revision 0024); NULL:
+-- every value leads.
 CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
     fp bigint, p0 smallint[], p1 smallint[], p2 smallint[], p3 smallint[], cap integer,
-    sig bigint, hashes bigint[], minhash bigint[], minhash_cap integer, pairs boolean
+    sig bigint, hashes bigint[], minhash bigint[], minhash_cap integer, pairs boolean,
+    lead integer
 )
 RETURNS TABLE (id bigint, key text, distance integer, meta jsonb, verify_text text,
                sentence_sig bigint, sentence_hashes bigint[], text_lost boolean)
@@ -428,8 +463,9 @@ AS $$
 #variable_conflict use_column
 DECLARE
     by_pairs boolean := coalesce(pairs, false);
-    -- by pairs: block i's leading values (the probes and the own value) and
-    -- its second values (the probes, the own value and its one-bit flips)
+    -- by pairs: block i's leading values (its first lead probes, all with NULL
+    -- lead, and the own value) and its second values (the probes, the own
+    -- value and its one-bit flips)
     a0 smallint[]; a1 smallint[]; a2 smallint[]; a3 smallint[];
     s0 smallint[]; s1 smallint[]; s2 smallint[]; s3 smallint[];
 BEGIN
@@ -449,11 +485,23 @@ BEGIN
         RAISE EXCEPTION 'simhash: minhash_cap must be between 0 and 64, got %',
             coalesce(minhash_cap::text, 'NULL') USING ERRCODE = '22023';
     END IF;
+    IF lead < 0 THEN
+        RAISE EXCEPTION 'simhash: lead must be NULL (every pair value leads) or >= 0, got %',
+            lead USING ERRCODE = '22023';
+    END IF;
     IF by_pairs THEN
-        a0 := p0 || simhash_block(fp, 0); s0 := p0 || simhash_block_near1(fp, 0);
-        a1 := p1 || simhash_block(fp, 1); s1 := p1 || simhash_block_near1(fp, 1);
-        a2 := p2 || simhash_block(fp, 2); s2 := p2 || simhash_block_near1(fp, 2);
-        a3 := p3 || simhash_block(fp, 3); s3 := p3 || simhash_block_near1(fp, 3);
+        a0 := p0; a1 := p1; a2 := p2; a3 := p3;
+        IF lead IS NOT NULL THEN  -- the first lead values of each block (revision 0024)
+            a0 := a0[array_lower(a0, 1):array_lower(a0, 1) + lead - 1];
+            a1 := a1[array_lower(a1, 1):array_lower(a1, 1) + lead - 1];
+            a2 := a2[array_lower(a2, 1):array_lower(a2, 1) + lead - 1];
+            a3 := a3[array_lower(a3, 1):array_lower(a3, 1) + lead - 1];
+        END IF;
+        -- (an empty list's slice is NULL)
+        a0 := coalesce(a0, '{}') || simhash_block(fp, 0); s0 := p0 || simhash_block_near1(fp, 0);
+        a1 := coalesce(a1, '{}') || simhash_block(fp, 1); s1 := p1 || simhash_block_near1(fp, 1);
+        a2 := coalesce(a2, '{}') || simhash_block(fp, 2); s2 := p2 || simhash_block_near1(fp, 2);
+        a3 := coalesce(a3, '{}') || simhash_block(fp, 3); s3 := p3 || simhash_block_near1(fp, 3);
     END IF;
     -- one form runs: the other's branches stop at a one-time filter. A pair
     -- branch is one scan of block i's index with both arrays as its keys: on a
@@ -522,6 +570,20 @@ BEGIN
     LEFT JOIN simhash_meta u ON u.name = 'unverified_rows'
     ORDER BY 3, 1;
 END
+$$;
+
+-- The single form with pairs led by every value (revision 0019's arguments).
+CREATE OR REPLACE FUNCTION simhash_near_probes_candidates(
+    fp bigint, p0 smallint[], p1 smallint[], p2 smallint[], p3 smallint[], cap integer,
+    sig bigint, hashes bigint[], minhash bigint[], minhash_cap integer, pairs boolean
+)
+RETURNS TABLE (id bigint, key text, distance integer, meta jsonb, verify_text text,
+               sentence_sig bigint, sentence_hashes bigint[], text_lost boolean)
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 10 AS $$
+    SELECT c.*
+    FROM simhash_near_probes_candidates(fp, p0, p1, p2, p3, cap, sig, hashes, minhash,
+                                        minhash_cap, pairs, NULL::integer) AS c
+    ORDER BY 3, 1
 $$;
 
 -- The single form by single blocks only (revision 0016's arguments and columns).
@@ -602,4 +664,12 @@ GRANT EXECUTE ON FUNCTION
                                    bigint[], integer, boolean[]),
     simhash_near_probes_candidates(bigint, smallint[], smallint[], smallint[], smallint[],
                                    integer, bigint, bigint[], bigint[], integer, boolean)
+TO simhash_reader;
+
+GRANT EXECUTE ON FUNCTION
+    simhash_probe_matches(bigint[], smallint[], integer[], boolean[], integer),
+    simhash_near_probes_candidates(bigint[], smallint[], integer[], bigint[], bigint[],
+                                   bigint[], integer, boolean[], integer),
+    simhash_near_probes_candidates(bigint, smallint[], smallint[], smallint[], smallint[],
+                                   integer, bigint, bigint[], bigint[], integer, boolean, integer)
 TO simhash_reader;
