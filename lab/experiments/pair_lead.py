@@ -5,22 +5,22 @@ the query's leading values of block i and ``b_(i+1)`` among its second values
 of block i+1. Block i's index is ``(b_i, b_(i+1), fingerprint)``, so the btree
 reads the pages under each *leading* value (~2 per partition at 50M rows) and
 skips between the second values inside them: the scan's cost is set by the
-leading list, while the second list costs little. Today both lists are the
-same 32 margin-ranked values. ``lab.experiments.pair_probes`` (variants
+leading list, while the second list costs little. Until revision 0024 both
+lists were the same 32 margin-ranked values (since then 12 of 64 lead). ``lab.experiments.pair_probes`` (variants
 ``0:S:f:8:L``) gives the recall of a leading list of L values with a second
 list of S; this gives the cost, on a bench store:
 
     uv run python -m lab.experiments.pair_lead --dsn DSN \\
         --corpus ../shared/eval/corpus_en.jsonl --corpus ../shared/eval/corpus_zh.jsonl
 
-It copies the store's single-query candidates function into a scratch schema
-(``simhash_lab``, dropped at the end) with one change, the leading list cut
-to its first L values, then times the probes-only call (no keys: the second
-step of an add, the probe part of a near()) of the same queries for each
-(L, S), interleaved and rotated query by query. The queries are edited copies
-of stored corpus texts (as bench scale asks) and new texts (lines of several
-corpus texts, as bench day adds them). The copy's (32, 32) is revision
-0019's function.
+It times the probes-only call of the single form (revision 0024's, with its
+last argument, the leading count; no keys: the second step of an add, the
+probe part of a near()) for each (L, S), interleaved and rotated query by
+query; (32, 32) is revision 0019's search. The queries are edited copies of
+stored corpus texts (as bench scale asks) and new texts (lines of several
+corpus texts, as bench day adds them). With ``--end-to-end``: ``near()``
+and ``add()`` (rolled back) under the store's policy and under 0019's,
+alternating per text.
 """
 
 from __future__ import annotations
@@ -39,24 +39,9 @@ from simhash_pg.bits import to_signed
 from simhash_pg.store.sql import int_array
 from simhash_pg.verify.candidates import text_and_vtext
 
-_SINGLE = ("simhash_near_probes_candidates(bigint, smallint[], smallint[], smallint[], "
-           "smallint[], integer, bigint, bigint[], bigint[], integer, boolean)")
-_CALL = ("SELECT 1, * FROM simhash_lab.cand_lead(%s, %s::smallint[], %s::smallint[],"
+_CALL = ("SELECT 1, * FROM simhash_near_probes_candidates(%s, %s::smallint[], %s::smallint[],"
          " %s::smallint[], %s::smallint[], %s, NULL, NULL, NULL, 22, true, %s)")
 VARIANTS = ((32, 32), (12, 64), (16, 48), (8, 48))
-
-
-def _scratch_copy(src: str) -> str:
-    """The function's definition with a last argument, the leading values' count."""
-    name = src.index("FUNCTION ") + len("FUNCTION ")
-    out = src[:name] + "simhash_lab.cand_lead(" + src[src.index("(", name) + 1:]
-    out = out.replace("pairs boolean)", "pairs boolean, lead integer)", 1)
-    for i in range(4):
-        old = f"a{i} := p{i} || simhash_block(fp, {i});"
-        if old not in out:
-            raise click.ClickException(f"the store's function has no '{old}': not revision 0019's")
-        out = out.replace(old, f"a{i} := p{i}[1:lead] || simhash_block(fp, {i});")
-    return out
 
 
 @click.command()
@@ -85,20 +70,10 @@ def main(dsn: str, corpus: tuple[str, ...], stored: int, queries: int, rounds: i
                 _end_to_end(store, label, texts, rounds)
         return
     with SimhashStore(dsn, migrate=False) as store:
-        conn = store.connection
         # the second list's depth: the policy's probes computed that deep
         policy = dataclasses.replace(store.policy, probe_pairs=max(s for _, s in VARIANTS))
-        src = conn.execute("SELECT pg_get_functiondef(%s::regprocedure)", [_SINGLE]).fetchone()
-        conn.execute("CREATE SCHEMA IF NOT EXISTS simhash_lab")
-        conn.execute(_scratch_copy(src[0]))  # type: ignore[index]
-        conn.commit()
-        try:
-            for label, texts in sets.items():
-                _measure(store, policy, label, texts, rounds)
-        finally:
-            conn.rollback()
-            conn.execute("DROP SCHEMA simhash_lab CASCADE")
-            conn.commit()
+        for label, texts in sets.items():
+            _measure(store, policy, label, texts, rounds)
 
 
 def _measure(store: SimhashStore, policy: object, label: str, texts: list[str],
