@@ -6,9 +6,10 @@ of block i+1. Block i's index is ``(b_i, b_(i+1), fingerprint)``, so the btree
 reads the pages under each *leading* value (~2 per partition at 50M rows) and
 skips between the second values inside them: the scan's cost is set by the
 leading list, while the second list costs little. Until revision 0024 both
-lists were the same 32 margin-ranked values (since then 12 of 64 lead). ``lab.experiments.pair_probes`` (variants
-``0:S:f:8:L``) gives the recall of a leading list of L values with a second
-list of S; this gives the cost, on a bench store:
+lists were the same 32 margin-ranked values (since then 12 of 64 lead).
+``lab.experiments.pair_probes`` (variants ``0:S:f:8:L``) gives the recall of
+a leading list of L values with a second list of S; this gives the cost, on a
+bench store:
 
     uv run python -m lab.experiments.pair_lead --dsn DSN \\
         --corpus ../shared/eval/corpus_en.jsonl --corpus ../shared/eval/corpus_zh.jsonl
