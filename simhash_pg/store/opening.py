@@ -20,7 +20,7 @@ import contextlib
 import json
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard, cast
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -279,11 +279,10 @@ def _ensure_probes(
         row = conn.execute(_GET_META, ["probes"]).fetchone()
     value = row[0] if row else default
     got = value if isinstance(value, dict) else {}
-    t, cap, pairs, lead = (_int_in(got.get(n), low) for n, low in (
-        ("t", 1), ("cap", 0), ("pairs", 1), ("lead", 0)))
-    if (t is None or cap is None or cap > 64 or (pairs is None and "pairs" in got
-                                                  and got["pairs"] is not None)
-            or (lead is None and got.get("lead") is not None)):
+    t, cap, pairs, lead = (got.get(n) for n in ("t", "cap", "pairs", "lead"))
+    if not (_int_from(t, 1) and _int_from(cap, 0) and cap <= 64
+            and (pairs is None or _int_from(pairs, 1))
+            and (lead is None or _int_from(lead, 0))):
         raise SchemaVersionError(
             f"the database at {where(dsn)} records probes {value!r}, not "
             '{"t": an int >= 1, "cap": an int in 0..64, "pairs" (optional): an int >= 1, '
@@ -292,9 +291,9 @@ def _ensure_probes(
     return t, cap, pairs, lead
 
 
-def _int_in(x: object, low: int) -> int | None:
-    """``x`` if it is an int (not a bool) of at least ``low``, else None."""
-    return x if isinstance(x, int) and not isinstance(x, bool) and x >= low else None
+def _int_from(x: object, low: int) -> TypeGuard[int]:
+    """Whether ``x`` is an int (not a bool) of at least ``low``."""
+    return isinstance(x, int) and not isinstance(x, bool) and x >= low
 
 
 def _ensure_rule(conn: psycopg.Connection[Any], dsn: str, new_store: bool) -> int:
