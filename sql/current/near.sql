@@ -188,6 +188,19 @@ $$;
 -- Set-based for k <= 15 (one join over all queries: a per-query function
 -- call cost ~3x more, measured on add_many batches), with the same forms as
 -- simhash_near; each query's probes are built once, in q. Per query above.
+--
+-- A batch of 200 or more at k <= 3 (add_many's look-up) skips the partitions
+-- that hold no page (revision 0025): the cached generic plan probes every
+-- partition's index for every query and block, and a store usually has two
+-- empty ones (tomorrow's, the default), a third of a batch's look-up at 2M
+-- rows. Such a batch's query is planned per call over the partitions that
+-- hold pages, each named (~1 ms of planning, repaid from ~100 queries:
+-- sql/0025_batch_partitions.sql). A partition of no page holds no row this
+-- query's snapshot sees: a row committed before the snapshot was written to
+-- a page, and VACUUM cuts off only pages whose rows no snapshot needs. The
+-- cached plan still serves a batch when every leaf holds pages, or a leaf is
+-- not a plain table (a foreign shard: its size says nothing of its rows), or
+-- the caller may not read a partition by name (the roles read the parent).
 CREATE OR REPLACE FUNCTION simhash_near_many(fps bigint[], k integer DEFAULT 3)
 RETURNS TABLE (query integer, id bigint, key text, distance integer)
 LANGUAGE plpgsql STABLE PARALLEL SAFE ROWS 100
@@ -195,6 +208,8 @@ SET plan_cache_mode = force_generic_plan
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_parts regclass[];  -- a big batch's partitions that hold pages, when some do not
 BEGIN
     IF k IS NULL OR k < 0 OR k > 64 THEN
         PERFORM simhash_check_k(k);  -- raises; the IF is a cheap simple expression
@@ -238,6 +253,60 @@ BEGIN
          AND d.fingerprint = f.fingerprint
         ORDER BY 1, 4, 2;
     ELSIF k <= 3 THEN
+        IF cardinality(fps) >= 200 THEN
+            SELECT CASE WHEN bool_and(l.plain AND (l.size = 0 OR l.readable))
+                             AND bool_or(l.size = 0)
+                        THEN array_agg(l.relid ORDER BY l.relid) FILTER (WHERE l.size > 0) END
+            INTO v_parts
+            FROM (SELECT t.relid, c.relkind = 'r' AS plain,
+                         has_table_privilege(t.relid, 'SELECT') AS readable,
+                         pg_relation_size(t.relid) AS size
+                  FROM pg_partition_tree('simhash_documents'::regclass) t
+                  JOIN pg_catalog.pg_class c ON c.oid = t.relid
+                  WHERE t.isleaf) AS l;
+        END IF;
+        IF v_parts IS NOT NULL THEN
+            -- the pair form below, over each partition that holds pages; each
+            -- probe a subquery of its own (OFFSET 0: not pulled up), so that
+            -- the plan stays the cached one's whatever the batch's size (a
+            -- custom plan of 50,000 queries merge-joined whole indexes)
+            RETURN QUERY EXECUTE
+                'WITH q AS MATERIALIZED ('
+                '    SELECT x.ord, x.fp, simhash_probe_sets(x.fp, $2 / 2) AS p'
+                '    FROM unnest($1) WITH ORDINALITY AS x (fp, ord)'
+                ') SELECT r.ord::integer, r.id, r.key, r.distance FROM ('
+                || (SELECT string_agg(format(
+                    'SELECT f.ord, d.id, d.key, simhash_hamming(d.fingerprint, $1[f.ord]) AS distance'
+                    ' FROM ('
+                    '  SELECT q.ord, c.fingerprint FROM q CROSS JOIN LATERAL ('
+                    '    SELECT c.fingerprint FROM %1$s c'
+                    '    WHERE c.b0 = simhash_block(q.fp, 0) AND c.b1 = ANY (q.p[2:2])'
+                    '      AND simhash_hamming(c.fingerprint, q.fp) <= $2 OFFSET 0) AS c'
+                    '  UNION'
+                    '  SELECT q.ord, c.fingerprint FROM q CROSS JOIN LATERAL ('
+                    '    SELECT c.fingerprint FROM %1$s c'
+                    '    WHERE c.b1 = simhash_block(q.fp, 1) AND c.b2 = ANY (q.p[3:3])'
+                    '      AND simhash_hamming(c.fingerprint, q.fp) <= $2 OFFSET 0) AS c'
+                    '  UNION'
+                    '  SELECT q.ord, c.fingerprint FROM q CROSS JOIN LATERAL ('
+                    '    SELECT c.fingerprint FROM %1$s c'
+                    '    WHERE c.b2 = simhash_block(q.fp, 2) AND c.b3 = ANY (q.p[4:4])'
+                    '      AND simhash_hamming(c.fingerprint, q.fp) <= $2 OFFSET 0) AS c'
+                    '  UNION'
+                    '  SELECT q.ord, c.fingerprint FROM q CROSS JOIN LATERAL ('
+                    '    SELECT c.fingerprint FROM %1$s c'
+                    '    WHERE c.b3 = simhash_block(q.fp, 3) AND c.b0 = ANY (q.p[1:1])'
+                    '      AND simhash_hamming(c.fingerprint, q.fp) <= $2 OFFSET 0) AS c'
+                    ' ) AS f CROSS JOIN LATERAL ('
+                    '  SELECT d.id, d.key, d.fingerprint FROM %1$s d'
+                    '  WHERE d.b0 = simhash_block(f.fingerprint, 0)'
+                    '    AND d.b1 = simhash_block(f.fingerprint, 1)'
+                    '    AND d.fingerprint = f.fingerprint OFFSET 0) AS d', p), ' UNION ALL ')
+                    FROM unnest(v_parts) AS p)
+                || ') AS r ORDER BY 1, 4, 2'
+                USING fps, k;
+            RETURN;
+        END IF;
         RETURN QUERY
         WITH q AS MATERIALIZED (
             SELECT x.ord, x.fp, simhash_probe_sets(x.fp, k / 2) AS p
