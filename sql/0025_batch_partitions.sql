@@ -16,9 +16,13 @@
 -- --n 2000000 --keep; 5,000 fingerprints, half of them near copies of
 -- stored rows, median of 12 interleaved rounds): 194.8 ms before, 146.5 ms
 -- with this revision (0.75x); the same query over the one partition alone
--- 136.6 ms. By batch size, random fingerprints: 1 query 0.56 against 1.40
--- ms (the planning), 10: 1.24 / 1.88, 100: 5.56 / 5.18, 300: 17.3 / 13.2,
--- 1,000: 45.1 / 34.8, 3,000: 136 / 92. So from 200 queries.
+-- 136.6 ms. By batch size, random fingerprints, planned per call for every
+-- size: 1 query 0.56 against 1.40 ms (the planning), 10: 1.24 / 1.88, 100:
+-- 5.56 / 5.18, 300: 17.3 / 13.2, 1,000: 45.1 / 34.8, 3,000: 136 / 92. So
+-- from 200 queries. The revision as built, against 0006's function
+-- (lab/experiments/batch_partitions.py): 0.65-0.72x at 5,000; add_many
+-- against the plain-COPY floor at 2M / 10M / 50M rows 0.66x / 0.89x / 0.93x
+-- (0.60x / 0.84x / 0.88x before; docs/benchmarks.md).
 --
 -- Only k <= 3's pair form (add_many's default look-up); the other forms
 -- are unchanged. Nothing stored changes.
@@ -44,6 +48,10 @@ CREATE OR REPLACE FUNCTION simhash_near_many(fps bigint[], k integer DEFAULT 3)
 RETURNS TABLE (query integer, id bigint, key text, distance integer)
 LANGUAGE plpgsql STABLE PARALLEL SAFE ROWS 100
 SET plan_cache_mode = force_generic_plan
+-- no JIT: a big batch's plan, made per call for the batch's size, passes
+-- jit_above_cost (5,000 fingerprints at 2M rows: 386k), and a server built
+-- with LLVM would compile it at every call (the candidates forms: 1.7 s)
+SET jit = off
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column

@@ -205,6 +205,10 @@ CREATE OR REPLACE FUNCTION simhash_near_many(fps bigint[], k integer DEFAULT 3)
 RETURNS TABLE (query integer, id bigint, key text, distance integer)
 LANGUAGE plpgsql STABLE PARALLEL SAFE ROWS 100
 SET plan_cache_mode = force_generic_plan
+-- no JIT: a big batch's plan, made per call for the batch's size, passes
+-- jit_above_cost (5,000 fingerprints at 2M rows: 386k), and a server built
+-- with LLVM would compile it at every call (the candidates forms: 1.7 s)
+SET jit = off
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
