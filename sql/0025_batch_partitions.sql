@@ -40,7 +40,9 @@
 -- hold pages, each named (~1 ms of planning, repaid from ~100 queries:
 -- sql/0025_batch_partitions.sql). A partition of no page holds no row this
 -- query's snapshot sees: a row committed before the snapshot was written to
--- a page, and VACUUM cuts off only pages whose rows no snapshot needs. The
+-- a page, and VACUUM cuts off only pages whose rows no snapshot needs; and
+-- pg_partition_tree locks every leaf until the transaction ends, so none can
+-- be dropped or detached between the check and the query. The
 -- cached plan still serves a batch when every leaf holds pages, or a leaf is
 -- not a plain table (a foreign shard: its size says nothing of its rows), or
 -- the caller may not read a partition by name (the roles read the parent).

@@ -4,8 +4,9 @@ Through the real database: ``simhash_near_many`` of 200 or more fingerprints
 at k <= 3 equals brute force over rows spread across some partitions while
 others stay empty, and it leaves the empty partitions' indexes unsearched
 (the transaction's own index-scan counts), where a batch of 199 and a caller
-who may not read the partitions by name search them; the revision goes down
-and up with the answers unchanged.
+who may not read the partitions by name search them; the check holds every
+leaf's lock until the transaction ends; the revision goes down and up with
+the answers unchanged.
 """
 
 from __future__ import annotations
@@ -160,3 +161,22 @@ def test_migration_0025_down_and_up_keeps_the_answers(
     migrate.upgrade(pg_dsn)
     assert pg.execute(MANY, [queries, 3]).fetchall() == want
     migrate.check(pg_dsn)
+
+
+def test_the_partitions_checked_stay_locked_until_the_batch_commits(
+        pg: psycopg.Connection) -> None:
+    # the sizes are read, then the partitions that hold pages named: one
+    # dropped or detached in between would break the query, so the check
+    # (pg_partition_tree) must lock every leaf, the empty ones the query
+    # leaves out too, until the transaction ends
+    rnd = random.Random(5)
+    stored = _store(pg, rnd, 100)
+    queries = [to_signed(q) for q in _queries(rnd, stored, BIG)]
+    leaves = {r[0] for r in pg.execute(
+        "SELECT relid::regclass::text FROM pg_partition_tree('simhash_documents') WHERE isleaf")}
+    with pg.transaction():
+        pg.execute(MANY, [queries, 3]).fetchall()
+        held = {r[0] for r in pg.execute(
+            "SELECT relation::regclass::text FROM pg_locks WHERE pid = pg_backend_pid()"
+            " AND locktype = 'relation' AND mode = 'AccessShareLock' AND granted")}
+    assert leaves <= held
