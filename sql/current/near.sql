@@ -189,8 +189,9 @@ $$;
 -- call cost ~3x more, measured on add_many batches), with the same forms as
 -- simhash_near; each query's probes are built once, in q. Per query above.
 --
--- A batch of 200 or more at k <= 3 (add_many's look-up) skips the partitions
--- that hold no page (revision 0025): the cached generic plan probes every
+-- A batch of 200 or more at k <= 3 by pairs (add_many's look-up; the pair
+-- form serves k <= 3 on PostgreSQL 17+, and before it from 10M rows) skips the
+-- partitions that hold no page (revision 0025): the cached generic plan probes every
 -- partition's index for every query and block, and a store usually has two
 -- empty ones (tomorrow's, the default), a third of a batch's look-up at 2M
 -- rows. Such a batch's query is planned per call over the partitions that
