@@ -32,7 +32,7 @@ __all__ = [
 
 # The newest revision; the store compares it with alembic_version on open
 # without loading alembic (a test keeps it equal to the script head).
-HEAD = "0025"
+HEAD = "0026"
 
 # pg_advisory_xact_lock key: concurrent upgrades (several processes opening a
 # new store at once) run one after the other, the later ones as no-ops.
