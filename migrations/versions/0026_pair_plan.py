@@ -1,4 +1,4 @@
-"""A small store's pair probes use block i's index (the second list written out).
+"""A small store's batch probes use block i's index; the single form sets up one form.
 
 Revision ID: 0026
 Revises: 0025
