@@ -50,7 +50,7 @@ LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
                probes[x.ord:x.ord][1:1] AS p0, probes[x.ord:x.ord][2:2] AS p1,
                probes[x.ord:x.ord][3:3] AS p2, probes[x.ord:x.ord][4:4] AS p3
         FROM unnest(fps) WITH ORDINALITY AS x (fp, ord)
-    ), qv AS MATERIALIZED (
+    ), qp AS MATERIALIZED (
         -- a pair query's leading values (its first lead probes, all with NULL
         -- lead, and its own value) and second values (its probes, its own value
         -- and its one-bit flips)
@@ -64,11 +64,6 @@ LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
                array(SELECT unnest(q.p2)) || simhash_block_near1(q.fp, 2) AS s2,
                array(SELECT unnest(q.p3)) || simhash_block_near1(q.fp, 3) AS s3
         FROM q WHERE q.pair
-    ), qp AS MATERIALIZED (
-        -- second lists longer than the 96 the pair branches write out
-        SELECT v.*, greatest(cardinality(v.s0), cardinality(v.s1), cardinality(v.s2),
-                             cardinality(v.s3)) > 96 AS long
-        FROM qv v
     )
     SELECT q.ord, c.fingerprint
     FROM q JOIN simhash_documents c
@@ -108,13 +103,13 @@ LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
                 q.s1[85], q.s1[86], q.s1[87], q.s1[88], q.s1[89], q.s1[90], q.s1[91],
                 q.s1[92], q.s1[93], q.s1[94], q.s1[95], q.s1[96]])
      AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
-    WHERE NOT q.long
+    WHERE cardinality(q.s1) <= 96
     UNION
     SELECT q.ord, c.fingerprint
     FROM qp q JOIN simhash_documents c
       ON c.b0 = ANY (q.a0) AND c.b1 = ANY (q.s1)
      AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
-    WHERE q.long
+    WHERE cardinality(q.s1) > 96
     UNION
     SELECT q.ord, c.fingerprint
     FROM qp q JOIN simhash_documents c
@@ -134,13 +129,13 @@ LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
                 q.s2[85], q.s2[86], q.s2[87], q.s2[88], q.s2[89], q.s2[90], q.s2[91],
                 q.s2[92], q.s2[93], q.s2[94], q.s2[95], q.s2[96]])
      AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
-    WHERE NOT q.long
+    WHERE cardinality(q.s2) <= 96
     UNION
     SELECT q.ord, c.fingerprint
     FROM qp q JOIN simhash_documents c
       ON c.b1 = ANY (q.a1) AND c.b2 = ANY (q.s2)
      AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
-    WHERE q.long
+    WHERE cardinality(q.s2) > 96
     UNION
     SELECT q.ord, c.fingerprint
     FROM qp q JOIN simhash_documents c
@@ -160,13 +155,13 @@ LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
                 q.s3[85], q.s3[86], q.s3[87], q.s3[88], q.s3[89], q.s3[90], q.s3[91],
                 q.s3[92], q.s3[93], q.s3[94], q.s3[95], q.s3[96]])
      AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
-    WHERE NOT q.long
+    WHERE cardinality(q.s3) <= 96
     UNION
     SELECT q.ord, c.fingerprint
     FROM qp q JOIN simhash_documents c
       ON c.b2 = ANY (q.a2) AND c.b3 = ANY (q.s3)
      AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
-    WHERE q.long
+    WHERE cardinality(q.s3) > 96
     UNION
     SELECT q.ord, c.fingerprint
     FROM qp q JOIN simhash_documents c
@@ -186,13 +181,13 @@ LANGUAGE sql STABLE PARALLEL SAFE ROWS 100 AS $$
                 q.s0[85], q.s0[86], q.s0[87], q.s0[88], q.s0[89], q.s0[90], q.s0[91],
                 q.s0[92], q.s0[93], q.s0[94], q.s0[95], q.s0[96]])
      AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
-    WHERE NOT q.long
+    WHERE cardinality(q.s0) <= 96
     UNION
     SELECT q.ord, c.fingerprint
     FROM qp q JOIN simhash_documents c
       ON c.b3 = ANY (q.a3) AND c.b0 = ANY (q.s0)
      AND simhash_hamming(c.fingerprint, q.fp) <= q.cap
-    WHERE q.long
+    WHERE cardinality(q.s0) > 96
 $$;
 
 -- One query's candidates, with sentence hashes and min-hash keys: the rows

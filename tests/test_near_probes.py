@@ -558,9 +558,11 @@ def test_pair_probes_equal_brute_force(
 def test_pair_form_searches_by_both_blocks(pg: psycopg.Connection) -> None:
     """EXPLAIN of a pair query, single and batch forms: every pair branch scans a
     block index with b_(i+1)'s values as an index condition (not a filter),
-    never the partition sequentially. Since revision 0026 that is block i's
-    index at every size (tests/test_pair_plan.py; a big store's statistics:
-    tests/test_key_plans.py)."""
+    never the partition sequentially. Which of the two indexes holding b_(i+1)
+    depends on the statistics: on a big store's, block i's index with both
+    blocks as keys (tests/test_key_plans.py); on this small table the single
+    form may take block i+1's and check block i in the table, where the batch
+    form keeps to block i's since revision 0026 (tests/test_pair_plan.py)."""
     _bulk(pg, 120_000)
     part = pg.execute(
         "SELECT tableoid::regclass::text FROM simhash_documents LIMIT 1").fetchone()[0]  # type: ignore[index]
