@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import psycopg
 from click.testing import CliRunner
 
@@ -136,3 +138,32 @@ def test_bench_scale_sizes_must_grow_and_replace_n() -> None:
                       (["--n", "5000", "--at", "2000,4000"], "--n and --at")):
         res = CliRunner().invoke(cli, ["bench", "scale", *args])
         assert res.exit_code == 2 and why in res.output, (args, res.output)
+
+
+def test_the_warm_up_reads_the_key_table_and_leaves_the_block_indexes_last(pg_dsn: str) -> None:
+    """A text's keys are looked up in simhash_text_keys: the benches' warm-up reads it
+    (it did not, and a big store's keyed look-ups then measured cold reads), tables
+    before indexes, and the block indexes last, so that they are what stays when the
+    whole does not fit in shared buffers."""
+    from lab.bench.stream import _prewarm, warm_order
+    from lab.connect import connect as store_connect
+
+    with store_connect(pg_dsn) as conn:
+        order = warm_order(conn)
+        leaves = {t: {r for (r,) in conn.execute(
+            "SELECT p.relid::text FROM pg_partition_tree(%s::regclass) p WHERE p.isleaf",
+            [t])} for t in ("simhash_documents", "simhash_text_keys")}
+        assert leaves["simhash_text_keys"] and leaves["simhash_text_keys"] <= set(order)
+        assert leaves["simhash_documents"] <= set(order)
+        key_indexes = {r for (r,) in conn.execute(
+            "SELECT i.indexrelid::regclass::text FROM pg_index i JOIN pg_partition_tree("
+            "'simhash_text_keys') p ON i.indrelid = p.relid WHERE p.isleaf")}
+        assert key_indexes and key_indexes <= set(order)
+        tables = leaves["simhash_documents"] | leaves["simhash_text_keys"]
+        kinds = [r in tables for r in order]
+        assert kinds == sorted(kinds, reverse=True), order  # every table before any index
+        n_block = 4 * len(leaves["simhash_documents"])  # 4 block indexes a partition
+        assert all(re.search(r"_b[0-3]_b[0-3]_fingerprint_idx$", r)
+                   for r in order[-n_block:]), order[-n_block:]
+        assert len(order) == len(set(order))
+        assert _prewarm(conn) == f"pg_prewarm of {len(order)} relations"
