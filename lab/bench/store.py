@@ -26,6 +26,7 @@ import click
 import numpy as np
 
 from lab.bench._scratch import scratch_dsn, scratch_options
+from lab.bench.stream import warm_order
 from lab.bench.timing import pct, timed_ms
 from lab.connect import connect as store_connect
 from simhash_pg.bits import BLOCK_SHIFTS
@@ -306,21 +307,12 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
 
     # Index builds write their pages around shared_buffers: read them in once,
     # as a long-running store would have them (pg_prewarm ships with PostgreSQL),
-    # the block indexes last: if not all fits, they are what near() reads.
+    # in the order every bench's warm-up reads them (block indexes last).
     t = time.perf_counter()
     try:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-        rels = conn.execute(
-            "SELECT t.relid::regclass::text FROM pg_class c CROSS JOIN LATERAL"
-            " (SELECT c.oid::regclass AS relid, c.relkind IN ('r', 'i') AS isleaf"
-            " UNION SELECT relid, isleaf FROM pg_partition_tree(c.oid)) AS t"
-            " WHERE t.isleaf AND (c.oid = 'simhash_documents'::regclass"
-            " OR c.oid IN (SELECT indexrelid FROM pg_index"
-            " WHERE indrelid = 'simhash_documents'::regclass))"
-            " ORDER BY c.relname ~ '_b[0-3]_idx$', 1"
-        ).fetchall()
-        pages = sum(conn.execute("SELECT pg_prewarm(%s::regclass)", [r[0]]).fetchone()[0]  # type: ignore[index]
-                    for r in rels)
+        pages = sum(conn.execute("SELECT pg_prewarm(%s::regclass)", [rel]).fetchone()[0]  # type: ignore[index]
+                    for rel in warm_order(conn))
         echo(f"prewarmed table and indexes: {pages:,} pages in {time.perf_counter() - t:.1f} s")
     except psycopg.Error as exc:
         echo(f"(no prewarm: {str(exc).strip().splitlines()[0]})")
