@@ -26,7 +26,7 @@ import click
 import numpy as np
 
 from lab.bench._scratch import scratch_dsn, scratch_options
-from lab.bench.stream import warm_order
+from lab.bench.stream import _prewarm
 from lab.bench.timing import pct, timed_ms
 from lab.connect import connect as store_connect
 from simhash_pg.bits import BLOCK_SHIFTS
@@ -255,7 +255,6 @@ def command(n: int, queries: int, k: int, extra_k: str, variants: str, skew: boo
 def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], skew: bool,
          clients: int, add_rows: int, seed: int, explain: bool, writes_only: bool = False,
          floor_dsn: str | None = None) -> None:
-    import psycopg
 
     from simhash_pg.bits import to_signed
     from simhash_pg.db import migrate
@@ -307,15 +306,10 @@ def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], 
 
     # Index builds write their pages around shared_buffers: read them in once,
     # as a long-running store would have them (pg_prewarm ships with PostgreSQL),
-    # in the order every bench's warm-up reads them (block indexes last).
+    # as every bench's warm-up does (block indexes last).
     t = time.perf_counter()
-    try:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-        pages = sum(conn.execute("SELECT pg_prewarm(%s::regclass)", [rel]).fetchone()[0]  # type: ignore[index]
-                    for rel in warm_order(conn))
-        echo(f"prewarmed table and indexes: {pages:,} pages in {time.perf_counter() - t:.1f} s")
-    except psycopg.Error as exc:
-        echo(f"(no prewarm: {str(exc).strip().splitlines()[0]})")
+    warmed = _prewarm(conn)
+    echo(f"warm-up ({warmed}) in {time.perf_counter() - t:.1f} s")
     if writes_only:
         if add_rows:  # --add-rows 0: the load alone
             _adds(conn, store, fps, add_rows, seed, skew, k, floor_dsn)

@@ -53,7 +53,7 @@ def _probe(c: psycopg.Connection[Any], table: str, form: str, fp: int,
         args += (second,)
     row = c.execute(
         f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT fingerprint FROM {table}"
-        f" WHERE {where} AND bit_count((fingerprint # %s::bigint)::bit(64)) <= 7",
+        f" WHERE {where} AND simhash_hamming(fingerprint, %s::bigint) <= 7",
         (*args, fp)).fetchone()
     assert row is not None
     plan = row[0][0]
@@ -68,7 +68,8 @@ def _probe(c: psycopg.Connection[Any], table: str, form: str, fp: int,
 @click.option("--partition", required=True, help="a partition holding rows")
 @click.option("--shift", default=18, show_default=True, help="region = id >> shift")
 @click.option("--queries", default=200, show_default=True)
-@click.option("--rounds", default=3, show_default=True)
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(min=2),
+              help="the first reads the pages in and is not counted")
 @click.option("--seed", default=7, show_default=True)
 def main(dsn: str, partition: str, shift: int, queries: int, rounds: int, seed: int) -> None:
     rng = random.Random(seed)
