@@ -133,50 +133,25 @@ def _client(args: tuple[str, str, int, float, int, float, Any, Any]) -> None:
     out.put((done, dups, lat))
 
 
-def warm_order(conn: Any) -> list[str]:
-    """The relations a look-up reads, in the order :func:`_prewarm` reads them in.
-
-    Every leaf (a partitioned table or index has no storage of its own) of
-    simhash_documents and of the key table (simhash_text_keys, revision 0017:
-    a text's keys are looked up there) and of their indexes. Tables first,
-    the block indexes last: when the whole does not fit in shared buffers
-    (50M rows on this machine), the indexes every look-up descends are what
-    the last reads leave there.
-    """
-    return [r[0] for r in conn.execute(
-        "SELECT t.relid::text FROM (VALUES (1, 'simhash_documents'), (0, 'simhash_text_keys'))"
-        " AS w (rank, name)"
-        " JOIN pg_class c ON c.oid = to_regclass(w.name)"
-        " CROSS JOIN LATERAL (SELECT c.oid::regclass AS relid, 0 AS kind"
-        "  UNION ALL SELECT i.indexrelid::regclass, 1 FROM pg_index i WHERE i.indrelid = c.oid)"
-        " AS r"
-        " CROSS JOIN LATERAL (SELECT r.relid UNION SELECT p.relid"
-        "  FROM pg_partition_tree(r.relid) AS p WHERE p.isleaf) AS t"
-        " WHERE (SELECT x.relkind IN ('r', 'i') FROM pg_class x WHERE x.oid = t.relid)"
-        " ORDER BY r.kind, t.relid::text ~ '_b[0-3]_b[0-3]_', w.rank, t.relid::text"
-    ).fetchall()]
-
-
 def _prewarm(conn: Any) -> str:
-    """Read what a look-up reads (:func:`warm_order`) into shared buffers; say how.
+    """Read the whole store into the cache before timing, by the product's rule
+    (:func:`simhash_pg.store.warm.warm`, everything: what shared buffers cannot
+    hold waits in the OS cache, as in a store that has run a while); say how.
 
     The key table too: left cold (before this release's benches), a big
     store's keyed look-ups paid reads from outside shared buffers that its
     steady state does not (+0.4 ms a title query at 3M rows).
     """
-    import psycopg
+    from simhash_pg.store.warm import WarmError, warm
 
-    rels = warm_order(conn)
     try:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-    except psycopg.Error:
+        done = warm(conn, everything=True)
+    except WarmError:
         # no contrib: index-only scans of the block indexes instead
         for i in range(4):
             conn.execute(f"SELECT count(*) FROM simhash_documents WHERE b{i} >= -32768")
         return "block index scans"
-    for rel in rels:
-        conn.execute("SELECT pg_prewarm(%s::regclass)", [rel])
-    return f"pg_prewarm of {len(rels)} relations"
+    return f"pg_prewarm of {len(done.read)} relations"
 
 
 def measure(dsn: str, path: str, clients: int, seconds: float, batch: int,

@@ -29,6 +29,7 @@ _COMMANDS: dict[str, str] = {
     "serve": "simhash_pg.cli.serve:command",
     "purge": "simhash_pg.cli.purge:command",
     "psql": "simhash_pg.cli.psql:command",
+    "warm": "simhash_pg.cli.warm:command",
 }
 
 

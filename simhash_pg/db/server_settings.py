@@ -63,13 +63,18 @@ def sized_settings(memory: int | None = None, *, small: bool = False, large: boo
         cache = max(512, mib * 3 // 4)
     else:
         shared, maint, wal, cache = 256, 128, 1024, max(512, mib // 2)
-    durability: dict[str, str] = {}
+    own: dict[str, str] = {}  # a server of its own (not a throwaway test server)
     if not small:
+        # pg_prewarm's autoprewarm worker records which pages the buffers hold
+        # (every 5 minutes) and reads them back when the server starts, so a
+        # restart does not leave the first look-ups reading from disk
+        # (simhash_pg/store/warm.py). Test servers (small) start cold.
+        own["shared_preload_libraries"] = "'pg_prewarm'"
         # A per-user embedded store has no replicas to feed: minimal WAL lets
         # COPY into a table truncated in the same transaction (bulk_load) and
         # index builds skip WAL entirely. Crash safety is unchanged.
-        durability = {"wal_level": "minimal", "max_wal_senders": "0"}
-    return durability | {
+        own |= {"wal_level": "minimal", "max_wal_senders": "0"}
+    return own | {
         "listen_addresses": "''",
         "shared_buffers": f"{shared}MB",
         "effective_cache_size": f"{cache}MB",

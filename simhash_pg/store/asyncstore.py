@@ -121,6 +121,7 @@ class AsyncSimhashStore:
     backfill_keys = _in_thread(SimhashStore.backfill_keys)
     count = _in_thread(SimhashStore.count)
     stats = _in_thread(SimhashStore.stats)
+    warm = _in_thread(SimhashStore.warm)
     get = _in_thread(SimhashStore.get)
     document = _in_thread(SimhashStore.document)
     documents = _in_thread(SimhashStore.documents)

@@ -60,6 +60,7 @@ from simhash_pg.store.results import (
 )
 from simhash_pg.store.retention import DEFAULT_PURGE_BATCH, PartitionInterval
 from simhash_pg.store.stats import table_stats
+from simhash_pg.store.warm import Warmed, warm
 from simhash_pg.verify import VerifyMode, VerifyPolicy, VText
 from simhash_pg.verify.candidates import text_and_vtext
 
@@ -414,6 +415,11 @@ class SimhashStore(Browse):
                    schema_revision=opening.SCHEMA_HEAD, server_version=version,
                    database=opening.where(self._dsn))
         return out
+
+    def warm(self, *, everything: bool = False) -> Warmed:
+        """Read the store into PostgreSQL's cache (after a restart or a bulk load): what
+        fits in shared_buffers, the block indexes first (:mod:`simhash_pg.store.warm`)."""
+        return warm(self._conn, everything=everything)
 
     # -- bulk ---------------------------------------------------------------------
     def add_many(
