@@ -50,14 +50,7 @@ from simhash_pg.store.checks import (
     check_on_duplicate,
 )
 from simhash_pg.store.options import StoreOptions, WriterHooks
-from simhash_pg.store.results import (
-    AddManyResult,
-    AddResult,
-    Doc,
-    Match,
-    OnDuplicate,
-    Pair,
-)
+from simhash_pg.store.results import AddManyResult, AddResult, Doc, Match, OnDuplicate, Pair
 from simhash_pg.store.retention import DEFAULT_PURGE_BATCH, PartitionInterval
 from simhash_pg.store.stats import table_stats
 from simhash_pg.store.warm import Warmed, warm
