@@ -320,7 +320,10 @@ def test_server_tune_writes_the_large_settings(monkeypatch: pytest.MonkeyPatch) 
 
     home = temporary_home("shpg-tune-")
     monkeypatch.setenv("SIMHASH_PG_HOME", str(home))
-    server = LocalServer(home)
+    # a server made before the embedded settings preloaded pg_prewarm, with a
+    # library of its owner's in the list
+    settings = sized_settings() | {"shared_preload_libraries": "'pg_stat_statements'"}
+    server = LocalServer(home, settings=settings)
     try:
         server.start(dbname=None)
         with psycopg.connect(server.dsn("postgres")) as conn:
@@ -331,6 +334,15 @@ def test_server_tune_writes_the_large_settings(monkeypatch: pytest.MonkeyPatch) 
         assert "restart" in res.stdout
         auto = (server.datadir / "postgresql.auto.conf").read_text()
         assert f"shared_buffers = '{sized_settings(large=True)['shared_buffers']}'" in auto
+        # autoprewarm added, the owner's library kept
+        assert "shared_preload_libraries = 'pg_stat_statements, pg_prewarm'" in auto, auto
+        server.stop()
+        server.start(dbname=None)
+        with psycopg.connect(server.dsn("postgres")) as conn:
+            shown = conn.execute("SHOW shared_preload_libraries").fetchone()
+        assert shown == ("pg_stat_statements, pg_prewarm",)
+        res = invoke("server", "tune", "--large")  # again: nothing to add
+        assert res.exit_code == 0 and "shared_preload_libraries" not in res.stdout
         assert invoke("server", "tune").exit_code == 2  # --rows or --large
     finally:
         server.destroy()

@@ -84,13 +84,15 @@ def tune(rows: int | None, large: bool, restart: bool) -> None:
     """Size the embedded server for a large store (ALTER SYSTEM; applied on restart).
 
     The embedded server starts small (256 MB of shared_buffers, 1 GB of WAL).
-    This writes the large-store settings into its postgresql.auto.conf.
+    This writes the large-store settings into its postgresql.auto.conf, and
+    adds pg_prewarm to a server's shared_preload_libraries where it is missing
+    (made before it was preloaded), so that a restart restores its cache.
     """
     import psycopg
 
-    from simhash_pg.db.admin import alter_system
+    from simhash_pg.db.admin import alter_system, current_setting
     from simhash_pg.db.server import ServerError, get_default_server
-    from simhash_pg.db.server_settings import TUNED, sized_settings
+    from simhash_pg.db.server_settings import TUNED, preload_with_prewarm, sized_settings
 
     if (rows is None) == (not large):
         raise click.UsageError("give --rows N or --large")
@@ -98,8 +100,15 @@ def tune(rows: int | None, large: bool, restart: bool) -> None:
     srv = get_default_server()
     try:
         srv.start(dbname=None)
-        alter_system(srv.dsn("postgres"), {name: settings[name] for name in TUNED})
-        click.echo(", ".join(f"{name} = {settings[name]}" for name in TUNED))
+        tuned: dict[str, str | list[str]] = {name: settings[name] for name in TUNED}
+        # a server made before the preload: autoprewarm too (simhash_pg/store/warm.py)
+        preload = preload_with_prewarm(current_setting(srv.dsn("postgres"),
+                                                       "shared_preload_libraries"))
+        if preload is not None:
+            tuned["shared_preload_libraries"] = preload
+        alter_system(srv.dsn("postgres"), tuned)
+        click.echo(", ".join(f"{name} = {value if isinstance(value, str) else ','.join(value)}"
+                             for name, value in tuned.items()))
         if restart:
             srv.stop()
             srv.start(dbname=None)

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -26,6 +26,7 @@ from simhash_pg.db.server_settings import memory_status
 __all__ = [
     "ForeignDataError",
     "alter_system",
+    "current_setting",
     "drop_database",
     "is_empty_database",
     "logged_in_as",
@@ -102,12 +103,25 @@ def replace_database(dsn: str, dbname: str, *, own_keys: str) -> str:
     return target
 
 
-def alter_system(admin_dsn: str, settings: Mapping[str, str]) -> None:
-    """``ALTER SYSTEM SET`` each of ``settings`` (applied when the server reloads or restarts)."""
+def alter_system(admin_dsn: str, settings: Mapping[str, str | Sequence[str]]) -> None:
+    """``ALTER SYSTEM SET`` each of ``settings`` (applied when the server reloads or restarts).
+
+    A list setting (``shared_preload_libraries``) takes a sequence: one literal
+    per element, since a single string would be stored as one element.
+    """
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         for name, value in settings.items():
+            values = [value] if isinstance(value, str) else list(value)
             conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(
-                sql.Identifier(name), sql.Literal(value)))
+                sql.Identifier(name), sql.SQL(", ").join(map(sql.Literal, values))))
+
+
+def current_setting(admin_dsn: str, name: str) -> str:
+    """The server's value of setting ``name``, as SHOW gives it."""
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT current_setting(%s)", [name]).fetchone()
+    assert row is not None
+    return str(row[0])
 
 
 def memory_status_at(admin_dsn: str) -> str:

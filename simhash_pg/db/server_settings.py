@@ -97,6 +97,20 @@ def sized_settings(memory: int | None = None, *, small: bool = False, large: boo
     }
 
 
+def preload_with_prewarm(current: str) -> list[str] | None:
+    """``shared_preload_libraries`` with pg_prewarm added to ``current`` (what SHOW
+    gives), the libraries already there kept; None when it is there already.
+
+    ``server tune`` gives an embedded server made before the preload
+    (:func:`sized_settings`) its autoprewarm this way, without dropping a
+    library its owner added.
+    """
+    libs = [lib.strip() for lib in current.split(",") if lib.strip()]
+    if "pg_prewarm" in libs:
+        return None
+    return [*libs, "pg_prewarm"]
+
+
 def memory_status(conn: psycopg.Connection[Any]) -> str:
     """shared_buffers and whether the server got huge pages, for status and bench output.
 
