@@ -117,9 +117,7 @@ def warm_plan(conn: psycopg.Connection[Any], *, everything: bool = False,
     """
     rows = conn.execute(_RELATIONS).fetchall()
     if budget is None:
-        row = conn.execute("SELECT pg_size_bytes(current_setting('shared_buffers'))").fetchone()
-        assert row is not None
-        budget = int(int(row[0]) * BUDGET_SHARE)
+        budget = int(_shared_buffers(conn) * BUDGET_SHARE)
     ranked = sorted(((_priority(table, is_index, name), name, int(size))
                      for name, table, is_index, size in rows),
                     key=lambda r: (r[0], r[1]))
@@ -132,6 +130,12 @@ def warm_plan(conn: psycopg.Connection[Any], *, everything: bool = False,
         chosen.append(Relation(name, size, priority, fits))
     # read the lowest priority first: the block indexes are read last
     return sorted(chosen, key=lambda r: (-r.priority, r.name))
+
+
+def _shared_buffers(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("SELECT pg_size_bytes(current_setting('shared_buffers'))").fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def _prewarm_function(conn: psycopg.Connection[Any]) -> sql.Composable:
@@ -156,6 +160,9 @@ def warm(conn: psycopg.Connection[Any], *, everything: bool = False,
          budget: int | None = None) -> Warmed:
     """Read the store's relations into shared buffers by :func:`warm_plan`'s rule."""
     started = time.perf_counter()
+    shared = _shared_buffers(conn)  # once: the budget's base and the report's
+    if budget is None:
+        budget = int(shared * BUDGET_SHARE)
     plan = warm_plan(conn, everything=everything, budget=budget)
     func = _prewarm_function(conn)
     query = sql.SQL("SELECT {}(%s::regclass)").format(func)
@@ -168,6 +175,4 @@ def warm(conn: psycopg.Connection[Any], *, everything: bool = False,
                 raise WarmError(f"this role may not read {rel.name} into the cache "
                                 f"({exc.diag.message_primary}); run it as the store's "
                                 "owner") from None
-    row = conn.execute("SELECT pg_size_bytes(current_setting('shared_buffers'))").fetchone()
-    assert row is not None
-    return Warmed(plan, time.perf_counter() - started, int(row[0]))
+    return Warmed(plan, time.perf_counter() - started, shared)
