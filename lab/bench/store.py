@@ -255,7 +255,6 @@ def command(n: int, queries: int, k: int, extra_k: str, variants: str, skew: boo
 def _run(dsn: str, n: int, nq: int, k: int, ks: list[int], variants: list[str], skew: bool,
          clients: int, add_rows: int, seed: int, explain: bool, writes_only: bool = False,
          floor_dsn: str | None = None) -> None:
-
     from simhash_pg.bits import to_signed
     from simhash_pg.db import migrate
     from simhash_pg.db.server import memory_status
